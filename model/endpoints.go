@@ -1,10 +1,299 @@
 package model
 
-// endpointScratch is the memory a Builder reuses for endpoints.
-type endpointScratch struct{}
+import (
+	"cmp"
+	"fmt"
+	"math"
+	"net/netip"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/tributary-dev/tributary/source"
+)
+
+// Reasons of the sub-conditions buildLocalities records.
+const (
+	// ReasonWeightOverflow: the spec.services weights add up to more than
+	// Envoy's uint32 total (an error).
+	ReasonWeightOverflow = "WeightOverflow"
+	// ReasonDuplicateTarget: one Service port is named more than once in
+	// spec.services (a warning; the weights are summed).
+	ReasonDuplicateTarget = "DuplicateTarget"
+	// ReasonDuplicateEndpoint: an address:port of a target was already used
+	// by an earlier target and is left out (a warning).
+	ReasonDuplicateEndpoint = "DuplicateEndpoint"
+	// ReasonInvalidEndpointAddress: an EndpointSlice holds an address that
+	// is not an IP of the slice's family (a warning; the endpoint is skipped).
+	ReasonInvalidEndpointAddress = "InvalidEndpointAddress"
+	// ReasonInvalidEndpointPort: an EndpointSlice port lies outside
+	// 1..65535 (a warning; the port is skipped).
+	ReasonInvalidEndpointPort = "InvalidEndpointPort"
+	// ReasonNoWeightedEndpoints: endpoints exist, but only for targets of
+	// weight 0 (a warning; no locality is emitted).
+	ReasonNoWeightedEndpoints = "NoWeightedEndpoints"
+)
+
+// endpointScratch is the memory a Builder reuses for endpoints. Everything
+// buildLocalities returns aliases it, which is what lets a Builder turn
+// millions of endpoints into Localities with next to no allocation once it
+// has warmed up.
+type endpointScratch struct {
+	// targets are the distinct Service ports of one ExtensionService, in
+	// spec order.
+	targets []uniqueTarget
+	// candidates holds the endpoints of every target, each target's run
+	// sorted and then compacted in place.
+	candidates []candidate
+	// endpoints is what the Localities' Endpoints slices point into.
+	endpoints  []Endpoint
+	localities []Locality
+	// slices and ports hold one target's EndpointSlices (in name order) and
+	// one slice's matching port numbers.
+	slices []*source.EndpointSlice
+	ports  []uint32
+}
+
+// uniqueTarget is one distinct Service port with the summed weight of every
+// spec entry naming it, and the run of candidates it kept.
+type uniqueTarget struct {
+	service    *source.Service
+	port       source.ServicePort
+	weight     uint32
+	duplicated bool
+	start, end int
+}
+
+// candidate is one address:port of a target. text is the address as the
+// EndpointSlice spelled it: Endpoint.Address references it, so no address
+// string is ever copied.
+type candidate struct {
+	addr netip.Addr
+	port uint32
+	text string
+}
+
+// compareCandidates orders by address as IPs (IPv4 before IPv6), then port.
+// The spelling breaks ties between equal IPv6 addresses written differently,
+// so which spelling survives deduplication does not depend on input order.
+func compareCandidates(a, b candidate) int {
+	if c := a.addr.Compare(b.addr); c != 0 {
+		return c
+	}
+	return cmp.Or(cmp.Compare(a.port, b.port), strings.Compare(a.text, b.text))
+}
+
+// sameSocket reports whether two candidates name the same address:port.
+func sameSocket(a, b candidate) bool { return a.port == b.port && a.addr == b.addr }
 
 // buildLocalities turns resolved targets into Localities, recording weight
-// and endpoint problems on cond.
+// and endpoint problems on cond: one Locality per distinct Service port that
+// has usable endpoints, in spec order. It returns nil when there is none, or
+// on error (cond then holds it). The result aliases b.scratch (see Builder).
 func (b *Builder) buildLocalities(namespace string, targets []resolvedTarget, cond *Condition) []Locality {
-	panic("TODO: endpoints")
+	s := &b.scratch
+
+	// Envoy adds the locality weights of a priority into a uint32; a larger
+	// total is rejected outright, so it is an error here rather than a
+	// silently wrapped or reset weight.
+	var total uint64
+	for _, t := range targets {
+		total += uint64(t.weight)
+	}
+	if total > math.MaxUint32 {
+		cond.AddError(SubConditionSpec, ReasonWeightOverflow, fmt.Sprintf(
+			"spec.services weights add up to %d, more than the allowed total of %d", total, uint64(math.MaxUint32)))
+		return nil
+	}
+
+	// A Service port named twice would be two localities with the same
+	// endpoints; proxyless gRPC clients reject that, so it becomes one
+	// locality carrying both weights.
+	s.targets = s.targets[:0]
+targets:
+	for _, t := range targets {
+		for i := range s.targets {
+			u := &s.targets[i]
+			if u.service == t.service && u.port.Port == t.port.Port {
+				if !u.duplicated {
+					u.duplicated = true
+					cond.AddWarning(SubConditionSpec, ReasonDuplicateTarget, fmt.Sprintf(
+						"port %d of Service %q is named more than once in spec.services; it is one locality whose weight is the sum of its entries",
+						t.port.Port, namespace+"/"+t.service.Name))
+				}
+				u.weight += t.weight
+				continue targets
+			}
+		}
+		s.targets = append(s.targets, uniqueTarget{service: t.service, port: t.port, weight: t.weight})
+	}
+
+	s.candidates = s.candidates[:0]
+	for i := range s.targets {
+		b.collectEndpoints(namespace, &s.targets[i], i, cond)
+	}
+
+	// Every weight unset means an even split; otherwise a weight of 0 is a
+	// locality that is left unweighted (and so takes no traffic).
+	unweighted := total == 0
+	s.localities = s.localities[:0]
+	s.endpoints = slices.Grow(s.endpoints[:0], len(s.candidates))[:len(s.candidates)]
+	weighted := false
+	for i := range s.targets {
+		u := &s.targets[i]
+		if u.start == u.end {
+			continue
+		}
+		eps := s.endpoints[u.start:u.end:u.end]
+		for j, c := range s.candidates[u.start:u.end] {
+			eps[j] = Endpoint{Address: c.text, Port: c.port}
+		}
+		weight := u.weight
+		if unweighted {
+			weight = 1
+		}
+		weighted = weighted || weight > 0
+		s.localities = append(s.localities, Locality{
+			SubZone:   namespace + "/" + u.service.Name + "/" + strconv.Itoa(int(u.port.Port)),
+			Weight:    weight,
+			Endpoints: eps,
+		})
+	}
+	if len(s.localities) == 0 {
+		return nil
+	}
+	if !weighted {
+		// Clients fail every request when no locality carries a weight;
+		// no locality at all is the honest equivalent.
+		cond.AddWarning(SubConditionService, ReasonNoWeightedEndpoints,
+			"no Service with a non-zero weight in spec.services has ready endpoints")
+		return nil
+	}
+	return s.localities[:len(s.localities):len(s.localities)]
+}
+
+// collectEndpoints appends the usable endpoints of s.targets[i] to
+// s.candidates as one sorted run without repeats and without any
+// address:port an earlier target already holds, and records the run.
+func (b *Builder) collectEndpoints(namespace string, u *uniqueTarget, i int, cond *Condition) {
+	s := &b.scratch
+	start := len(s.candidates)
+
+	// Slices arrive in input order; walking them by name keeps the order of
+	// the warnings (and the surviving spelling of an address) independent
+	// of it.
+	s.slices = append(s.slices[:0], b.index.EndpointSlices(source.NamespacedName{Namespace: namespace, Name: u.service.Name})...)
+	if len(s.slices) > 1 {
+		slices.SortFunc(s.slices, func(a, b *source.EndpointSlice) int { return strings.Compare(a.Name, b.Name) })
+	}
+	for _, es := range s.slices {
+		s.candidates = b.appendSliceEndpoints(s.candidates, es, u.port.Name, cond)
+	}
+	clear(s.slices) // drop the pointers so the scratch keeps no input alive
+
+	run := s.candidates[start:]
+	slices.SortFunc(run, compareCandidates)
+	run = slices.CompactFunc(run, sameSocket)
+
+	// An address:port in two localities makes proxyless gRPC clients reject
+	// the whole assignment: the earliest target keeps it.
+	dropped, firstDropped := 0, candidate{}
+	for _, earlier := range s.targets[:i] {
+		kept := run[:0]
+		prev := s.candidates[earlier.start:earlier.end]
+		j := 0
+		for _, c := range run {
+			for j < len(prev) && compareCandidates(prev[j], c) < 0 && !sameSocket(prev[j], c) {
+				j++
+			}
+			if j < len(prev) && sameSocket(prev[j], c) {
+				if dropped == 0 || compareCandidates(c, firstDropped) < 0 {
+					firstDropped = c
+				}
+				dropped++
+				continue
+			}
+			kept = append(kept, c)
+		}
+		run = kept
+	}
+	if dropped > 0 {
+		cond.AddWarning(SubConditionService, ReasonDuplicateEndpoint, fmt.Sprintf(
+			"%d endpoint(s) of port %d of Service %q, first %s, already belong to an earlier Service in spec.services and are left out of this one",
+			dropped, u.port.Port, namespace+"/"+u.service.Name, netip.AddrPortFrom(firstDropped.addr, uint16(firstDropped.port))))
+	}
+
+	s.candidates = s.candidates[:start+len(run)]
+	u.start, u.end = start, len(s.candidates)
+}
+
+// appendSliceEndpoints appends to dst every ready endpoint of es on every
+// slice port matching the Service port named portName ("" for an unnamed
+// port, which matches every TCP port). Endpoints and ports Envoy could not
+// take are skipped with at most one warning each per slice.
+func (b *Builder) appendSliceEndpoints(dst []candidate, es *source.EndpointSlice, portName string, cond *Condition) []candidate {
+	var is4 bool
+	switch es.AddressType {
+	case "IPv4":
+		is4 = true
+	case "IPv6":
+	default:
+		// FQDN slices name hosts, which EDS cannot carry.
+		return dst
+	}
+
+	s := &b.scratch
+	s.ports = s.ports[:0]
+	badPort := int32(0)
+	for _, p := range es.Ports {
+		if p.Port == nil || p.Protocol == nil || *p.Protocol != "TCP" {
+			continue
+		}
+		if portName != "" && p.Name != nil && *p.Name != "" && *p.Name != portName {
+			continue
+		}
+		if *p.Port < 1 || *p.Port > math.MaxUint16 {
+			badPort = *p.Port
+			continue
+		}
+		s.ports = append(s.ports, uint32(*p.Port))
+	}
+	if badPort != 0 {
+		cond.AddWarning(SubConditionService, ReasonInvalidEndpointPort, fmt.Sprintf(
+			"EndpointSlice %q has port %d, outside 1-65535; it is skipped", es.Namespace+"/"+es.Name, badPort))
+	}
+	if len(s.ports) == 0 {
+		return dst
+	}
+
+	bad, firstBad := 0, ""
+	for i := range es.Endpoints {
+		ep := &es.Endpoints[i]
+		if (ep.Ready != nil && !*ep.Ready) || len(ep.Addresses) == 0 {
+			continue
+		}
+		text := ep.Addresses[0]
+		addr, err := netip.ParseAddr(text)
+		// A zone (fe80::1%eth0) is not part of an address Envoy can parse.
+		if err != nil || addr.Is4() != is4 || addr.Zone() != "" {
+			if bad == 0 {
+				firstBad = text
+			}
+			bad++
+			continue
+		}
+		for _, port := range s.ports {
+			dst = append(dst, candidate{addr: addr, port: port, text: text})
+		}
+	}
+	if bad > 0 {
+		family := "IPv6"
+		if is4 {
+			family = "IPv4"
+		}
+		cond.AddWarning(SubConditionService, ReasonInvalidEndpointAddress, fmt.Sprintf(
+			"EndpointSlice %q has %d address(es) that are not valid %s addresses, first %q; they are skipped",
+			es.Namespace+"/"+es.Name, bad, family, firstBad))
+	}
+	return dst
 }
