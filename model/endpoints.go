@@ -244,7 +244,7 @@ func (b *Builder) appendSliceEndpoints(dst []candidate, es *source.EndpointSlice
 
 	s := &b.scratch
 	s.ports = s.ports[:0]
-	badPort := int32(0)
+	badPort, hasBadPort := int32(0), false
 	for _, p := range es.Ports {
 		if p.Port == nil || p.Protocol == nil || *p.Protocol != "TCP" {
 			continue
@@ -253,12 +253,14 @@ func (b *Builder) appendSliceEndpoints(dst []candidate, es *source.EndpointSlice
 			continue
 		}
 		if *p.Port < 1 || *p.Port > math.MaxUint16 {
-			badPort = *p.Port
+			if !hasBadPort {
+				badPort, hasBadPort = *p.Port, true
+			}
 			continue
 		}
 		s.ports = append(s.ports, uint32(*p.Port))
 	}
-	if badPort != 0 {
+	if hasBadPort {
 		cond.AddWarning(SubConditionService, ReasonInvalidEndpointPort, fmt.Sprintf(
 			"EndpointSlice %q has port %d, outside 1-65535; it is skipped", es.Namespace+"/"+es.Name, badPort))
 	}
