@@ -1,28 +1,141 @@
-// Package server exposes translation as the gRPC TranslationService.
+// Package server exposes translation as the gRPC TranslationService, with
+// the standard health and reflection services beside it.
+//
+// The checks that turn a request into the pipeline's input live here (see
+// request.go): a malformed request is the client's error (InvalidArgument),
+// while an ExtensionService that is merely invalid is reported in its status.
 package server
 
 import (
+	"context"
 	"log/slog"
+	"runtime/debug"
+	"time"
 
+	"github.com/grpc-ecosystem/go-grpc-middleware/v2/interceptors/logging"
+	"github.com/grpc-ecosystem/go-grpc-middleware/v2/interceptors/recovery"
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/health"
+	healthpb "google.golang.org/grpc/health/grpc_health_v1"
+	"google.golang.org/grpc/keepalive"
+	"google.golang.org/grpc/reflection"
+	"google.golang.org/grpc/status"
 
 	tributaryv1 "github.com/tributary-dev/tributary/gen/go/tributary/v1"
 )
 
+// DefaultMaxMsgSize bounds one request or response unless Options say
+// otherwise. gRPC's own 4 MiB default is too small for a cluster's worth of
+// EndpointSlices; 64 MiB holds about two million endpoints.
+const DefaultMaxMsgSize = 64 << 20
+
+// Connection limits. A translation uses every CPU, so a handful of
+// concurrent calls per connection is already plenty; the bound keeps one
+// client from queueing unbounded work and memory (each call may hold a
+// DefaultMaxMsgSize request).
+const (
+	maxConcurrentStreams = 16
+	// connectionTimeout bounds the connection handshake, so a client that
+	// opens a socket and goes silent does not hold it.
+	connectionTimeout = 10 * time.Second
+)
+
+// keepaliveParams make the server probe idle connections, so it notices
+// clients that vanished without closing (a node that died, a NAT that
+// forgot the flow), and close connections idle for long.
+var keepaliveParams = keepalive.ServerParameters{
+	MaxConnectionIdle: 15 * time.Minute,
+	Time:              1 * time.Minute,
+	Timeout:           20 * time.Second,
+}
+
+// keepalivePolicy lets well-behaved clients keep a connection warm between
+// calls while refusing ping floods (the server closes a connection that
+// pings more often than every 10 seconds).
+var keepalivePolicy = keepalive.EnforcementPolicy{
+	MinTime:             10 * time.Second,
+	PermitWithoutStream: true,
+}
+
 // Options configure a Server; zero values mean the documented defaults.
 type Options struct {
-	// MaxRecvMsgSize and MaxSendMsgSize bound one message; 0 means DefaultMaxMsgSize.
+	// MaxRecvMsgSize and MaxSendMsgSize bound one request and one response
+	// in bytes; 0 means DefaultMaxMsgSize. A larger request fails with
+	// ResourceExhausted before it is decoded.
 	MaxRecvMsgSize, MaxSendMsgSize int
-	// Logger receives request logs and recovered panics; nil means slog.Default().
+	// Logger receives one line per call and every recovered panic; nil
+	// means slog.Default().
 	Logger *slog.Logger
 }
 
-// DefaultMaxMsgSize is the default bound on one request or response.
-const DefaultMaxMsgSize = 64 << 20
-
-// NewGRPCServer returns a *grpc.Server serving TranslationService, health and reflection.
+// NewGRPCServer returns a *grpc.Server serving TranslationService, the
+// standard health service (grpc.health.v1, SERVING for "" and for
+// tributary.v1.TranslationService) and server reflection (v1 and v1alpha,
+// which also describes the Envoy resource types inside the responses' Any
+// fields). Every call is logged; a panicking handler becomes an Internal
+// error, with the panic and its stack logged, and the server keeps serving.
+// The caller owns the server: Serve it on a listener, then Stop or
+// GracefulStop it.
 func NewGRPCServer(opts Options) *grpc.Server {
-	s := grpc.NewServer()
-	tributaryv1.RegisterTranslationServiceServer(s, NewTranslationService())
+	return newGRPCServer(opts, NewTranslationService())
+}
+
+// newGRPCServer is NewGRPCServer over any TranslationService, so tests can
+// put a failing handler behind the production interceptors.
+func newGRPCServer(opts Options, translation tributaryv1.TranslationServiceServer) *grpc.Server {
+	logger := opts.Logger
+	if logger == nil {
+		logger = slog.Default()
+	}
+	s := grpc.NewServer(
+		grpc.MaxRecvMsgSize(orDefault(opts.MaxRecvMsgSize, DefaultMaxMsgSize)),
+		grpc.MaxSendMsgSize(orDefault(opts.MaxSendMsgSize, DefaultMaxMsgSize)),
+		grpc.MaxConcurrentStreams(maxConcurrentStreams),
+		grpc.ConnectionTimeout(connectionTimeout),
+		grpc.KeepaliveParams(keepaliveParams),
+		grpc.KeepaliveEnforcementPolicy(keepalivePolicy),
+		// Logging is outermost so it reports the code recovery produced.
+		grpc.ChainUnaryInterceptor(
+			logging.UnaryServerInterceptor(slogAdapter(logger)),
+			recovery.UnaryServerInterceptor(recovery.WithRecoveryHandlerContext(recoverPanic(logger))),
+		),
+		grpc.ChainStreamInterceptor(
+			logging.StreamServerInterceptor(slogAdapter(logger)),
+			recovery.StreamServerInterceptor(recovery.WithRecoveryHandlerContext(recoverPanic(logger))),
+		),
+	)
+	tributaryv1.RegisterTranslationServiceServer(s, translation)
+
+	healthServer := health.NewServer()
+	healthServer.SetServingStatus("", healthpb.HealthCheckResponse_SERVING)
+	healthServer.SetServingStatus(tributaryv1.TranslationService_ServiceDesc.ServiceName, healthpb.HealthCheckResponse_SERVING)
+	healthpb.RegisterHealthServer(s, healthServer)
+
+	reflection.Register(s)
 	return s
+}
+
+func orDefault(v, def int) int {
+	if v <= 0 {
+		return def
+	}
+	return v
+}
+
+// slogAdapter lets the logging interceptors write to a *slog.Logger.
+func slogAdapter(l *slog.Logger) logging.Logger {
+	return logging.LoggerFunc(func(ctx context.Context, level logging.Level, msg string, fields ...any) {
+		l.Log(ctx, slog.Level(level), msg, fields...)
+	})
+}
+
+// recoverPanic logs a handler's panic with its stack and answers Internal.
+// The panic value stays in the log: it may hold request data or internals a
+// client has no business seeing.
+func recoverPanic(l *slog.Logger) recovery.RecoveryHandlerFuncContext {
+	return func(ctx context.Context, p any) error {
+		l.ErrorContext(ctx, "panic in gRPC handler", "panic", p, "stack", string(debug.Stack()))
+		return status.Error(codes.Internal, "internal error")
+	}
 }

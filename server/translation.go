@@ -1,14 +1,108 @@
 package server
 
 import (
+	"context"
+
+	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/types/known/anypb"
+
 	tributaryv1 "github.com/tributary-dev/tributary/gen/go/tributary/v1"
+	"github.com/tributary-dev/tributary/model"
+	"github.com/tributary-dev/tributary/translate"
 )
 
+// translationService implements TranslationService over translate.Translate.
+// It holds no state: every request is translated on its own.
 type translationService struct {
 	tributaryv1.UnimplementedTranslationServiceServer
 }
 
-// NewTranslationService returns the TranslationService implementation.
+// NewTranslationService returns the TranslationService implementation. It
+// needs no gRPC server: the command line calls Translate in process, with the
+// same checks and results as a remote call.
 func NewTranslationService() tributaryv1.TranslationServiceServer {
-	return &translationService{}
+	return translationService{}
+}
+
+// Translate checks req, translates it and returns every resource and status.
+// A malformed request fails with InvalidArgument (see decodeRequest); an
+// ExtensionService that is well formed but invalid is reported in its status.
+// A cancelled or expired ctx stops the call before the translation starts;
+// once started, a translation runs to completion.
+func (translationService) Translate(ctx context.Context, req *tributaryv1.TranslateRequest) (*tributaryv1.TranslateResponse, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, status.FromContextError(err).Err()
+	}
+	objs, settings, err := decodeRequest(req)
+	if err != nil {
+		return nil, err
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, status.FromContextError(err).Err()
+	}
+	return encodeResult(translate.Translate(objs, settings)), nil
+}
+
+// encodeResult converts a Result into a response. The resources' bytes are
+// used as they are, never re-marshalled: they are the exact bytes the
+// versions hash.
+func encodeResult(res *translate.Result) *tributaryv1.TranslateResponse {
+	return &tributaryv1.TranslateResponse{
+		Clusters:               encodeResources(res.Clusters, translate.ClusterType),
+		ClusterLoadAssignments: encodeResources(res.ClusterLoadAssignments, translate.ClusterLoadAssignmentType),
+		Statuses:               encodeStatuses(res.Statuses),
+	}
+}
+
+func encodeResources(rs []translate.Resource, typeURL string) []*tributaryv1.Resource {
+	if len(rs) == 0 {
+		return nil
+	}
+	// One backing array per list instead of three allocations per resource.
+	resources := make([]tributaryv1.Resource, len(rs))
+	anys := make([]anypb.Any, len(rs))
+	out := make([]*tributaryv1.Resource, len(rs))
+	for i, r := range rs {
+		anys[i].TypeUrl, anys[i].Value = typeURL, r.Body
+		resources[i].Name, resources[i].Version, resources[i].Resource = r.Name, r.Version, &anys[i]
+		out[i] = &resources[i]
+	}
+	return out
+}
+
+func encodeStatuses(sts []model.Status) []*tributaryv1.ExtensionServiceStatus {
+	if len(sts) == 0 {
+		return nil
+	}
+	out := make([]*tributaryv1.ExtensionServiceStatus, len(sts))
+	for i, st := range sts {
+		c := st.Condition
+		out[i] = &tributaryv1.ExtensionServiceStatus{
+			Namespace: st.Namespace,
+			Name:      st.Name,
+			Conditions: []*tributaryv1.DetailedCondition{{
+				Type:               c.Type,
+				Status:             c.Status,
+				ObservedGeneration: c.ObservedGeneration,
+				Reason:             c.Reason,
+				Message:            c.Message,
+				Errors:             encodeSubConditions(c.Errors),
+				Warnings:           encodeSubConditions(c.Warnings),
+			}},
+			ClusterName:     st.ClusterName,
+			ResponseTimeout: st.ResponseTimeout,
+		}
+	}
+	return out
+}
+
+func encodeSubConditions(scs []model.SubCondition) []*tributaryv1.SubCondition {
+	if len(scs) == 0 {
+		return nil
+	}
+	out := make([]*tributaryv1.SubCondition, len(scs))
+	for i, sc := range scs {
+		out[i] = &tributaryv1.SubCondition{Type: sc.Type, Status: sc.Status, Reason: sc.Reason, Message: sc.Message}
+	}
+	return out
 }

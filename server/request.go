@@ -1,0 +1,521 @@
+package server
+
+import (
+	"fmt"
+	"strings"
+	"time"
+	"unicode"
+	"unicode/utf8"
+
+	"google.golang.org/genproto/googleapis/rpc/errdetails"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
+	tributaryv1 "github.com/tributary-dev/tributary/gen/go/tributary/v1"
+	"github.com/tributary-dev/tributary/source"
+)
+
+// Reasons carried in BadRequest field violations, so clients can tell
+// problems apart without parsing messages.
+const (
+	ReasonRequired          = "REQUIRED"
+	ReasonInvalidName       = "INVALID_NAME"
+	ReasonDuplicate         = "DUPLICATE"
+	ReasonOutOfRange        = "OUT_OF_RANGE"
+	ReasonInvalidDuration   = "INVALID_DURATION"
+	ReasonInvalidFormat     = "INVALID_FORMAT"
+	ReasonInvalidCharacters = "INVALID_CHARACTERS"
+)
+
+// maxReportedViolations bounds the field violations one error carries: a
+// request with two million broken endpoints must not produce an error larger
+// than the request. The status message still counts every problem.
+const maxReportedViolations = 16
+
+// decodeRequest checks req and converts it into the pipeline's input.
+//
+// It guarantees what package source promises about its input: every object
+// has a kind, a namespace that is a DNS-1123 label and a name that is a
+// DNS-1123 subdomain (so "namespace/name" is unambiguous and
+// "extension/<namespace>/<name>" names exactly one ExtensionService), names
+// are unique per kind, every EndpointSlice names its Service, every port
+// number that is set lies in 1..65535, and the settings are parsed. Anything
+// else is left to translation, which reports it in the ExtensionService's
+// status. Any violation gives an InvalidArgument error whose message names
+// the first problem and whose BadRequest details list the field paths.
+//
+// To stay cheap on requests with millions of endpoints, the result aliases
+// req's strings, byte slices, maps and optional-field pointers instead of
+// copying them, and each repeated kind shares one backing array: req must not
+// change while the result is in use.
+func decodeRequest(req *tributaryv1.TranslateRequest) (*source.Objects, source.Settings, error) {
+	var p problems
+	settings := decodeSettings(req.GetSettings(), &p)
+	objs := decodeObjects(req.GetObjects(), &p)
+	if err := p.err(); err != nil {
+		return nil, source.Settings{}, err
+	}
+	return objs, settings, nil
+}
+
+func decodeSettings(pb *tributaryv1.Settings, p *problems) source.Settings {
+	var s source.Settings
+	if pb == nil {
+		return s
+	}
+	if name := pb.GetXdsClusterName(); name != "" {
+		// The name also becomes the HTTP authority of the EDS gRPC stream,
+		// which Envoy rejects when it holds NUL, CR or LF; refusing every
+		// control character keeps the stream and the logs readable.
+		if bad := badText(name); bad != "" {
+			p.add("settings.xdsClusterName", ReasonInvalidCharacters, fmt.Sprintf("settings.xdsClusterName %s %s", quote(name), bad))
+		}
+		s.XDSClusterName = name
+	}
+	if raw := pb.GetConnectTimeout(); raw != "" {
+		d, err := time.ParseDuration(raw)
+		switch {
+		case err != nil:
+			p.add("settings.connectTimeout", ReasonInvalidDuration, "settings.connectTimeout: "+truncate(err.Error()))
+		case d < 0:
+			p.add("settings.connectTimeout", ReasonOutOfRange, fmt.Sprintf("settings.connectTimeout %s is negative", quote(raw)))
+		default:
+			s.ConnectTimeout = d
+		}
+	}
+	if cb := pb.GetGlobalCircuitBreakers(); cb != nil {
+		s.GlobalCircuitBreakers = decodeCircuitBreakers(cb)
+	}
+	if raw := pb.GetClientCertificate(); raw != "" {
+		ns, name, ok := strings.Cut(raw, "/")
+		switch {
+		case !ok || strings.Contains(name, "/"):
+			p.add("settings.clientCertificate", ReasonInvalidFormat, fmt.Sprintf("settings.clientCertificate %s is not \"namespace/name\"", quote(raw)))
+		case !isDNS1123Label(ns):
+			p.add("settings.clientCertificate", ReasonInvalidName, fmt.Sprintf("settings.clientCertificate %s: namespace %s is not a valid namespace (%s)", quote(raw), quote(ns), dns1123LabelRule))
+		case !isDNS1123Subdomain(name):
+			p.add("settings.clientCertificate", ReasonInvalidName, fmt.Sprintf("settings.clientCertificate %s: name %s is not a valid name (%s)", quote(raw), quote(name), dns1123SubdomainRule))
+		default:
+			s.ClientCertificate = &source.NamespacedName{Namespace: ns, Name: name}
+		}
+	}
+	if tls := pb.GetUpstreamTls(); tls != nil {
+		s.UpstreamTLS = &source.UpstreamTLS{
+			MinimumProtocolVersion: tls.GetMinimumProtocolVersion(),
+			MaximumProtocolVersion: tls.GetMaximumProtocolVersion(),
+			CipherSuites:           tls.GetCipherSuites(),
+		}
+	}
+	return s
+}
+
+func decodeCircuitBreakers(pb *tributaryv1.CircuitBreakers) *source.CircuitBreakers {
+	return &source.CircuitBreakers{
+		MaxConnections:        pb.GetMaxConnections(),
+		MaxPendingRequests:    pb.GetMaxPendingRequests(),
+		MaxRequests:           pb.GetMaxRequests(),
+		MaxRetries:            pb.GetMaxRetries(),
+		PerHostMaxConnections: pb.GetPerHostMaxConnections(),
+	}
+}
+
+// kind describes one case of the KubernetesObject oneof, for messages
+// ("EndpointSlice") and field paths ("endpointSlice").
+type kind struct {
+	name, field string
+}
+
+var (
+	kindExtensionService         = kind{"ExtensionService", "extensionService"}
+	kindService                  = kind{"Service", "service"}
+	kindEndpointSlice            = kind{"EndpointSlice", "endpointSlice"}
+	kindSecret                   = kind{"Secret", "secret"}
+	kindTLSCertificateDelegation = kind{"TLSCertificateDelegation", "tlsCertificateDelegation"}
+)
+
+// objectRef locates one object of the request in messages. Its strings are
+// built only when a problem is reported, so valid requests pay nothing.
+type objectRef struct {
+	index int
+	kind  kind
+	meta  *tributaryv1.ObjectMeta
+}
+
+// report records a problem with field (a path below the object, such as
+// "spec.ports[0].port"); text completes the sentence that starts with it.
+func (r objectRef) report(p *problems, field, reason, text string) {
+	p.count++
+	if len(p.violations) >= maxReportedViolations {
+		return
+	}
+	label := r.kind.name
+	if ns, name := r.meta.GetNamespace(), r.meta.GetName(); ns != "" && name != "" {
+		label += " " + quote(ns+"/"+name)
+	}
+	p.record(
+		fmt.Sprintf("objects[%d].%s.%s", r.index, r.kind.field, field),
+		reason,
+		fmt.Sprintf("objects[%d] (%s): %s %s", r.index, label, field, text),
+	)
+}
+
+// sizes counts what decodeObjects allocates, so every kind and every
+// repeated field gets one exactly sized backing array.
+type sizes struct {
+	extensionServices, services, endpointSlices, secrets, delegations int
+	targets, servicePorts, endpoints, endpointPorts, certDelegations int
+}
+
+func countObjects(objects []*tributaryv1.KubernetesObject) sizes {
+	var n sizes
+	for _, o := range objects {
+		switch k := o.GetKind().(type) {
+		case *tributaryv1.KubernetesObject_ExtensionService:
+			n.extensionServices++
+			n.targets += len(k.ExtensionService.GetSpec().GetServices())
+		case *tributaryv1.KubernetesObject_Service:
+			n.services++
+			n.servicePorts += len(k.Service.GetSpec().GetPorts())
+		case *tributaryv1.KubernetesObject_EndpointSlice:
+			n.endpointSlices++
+			n.endpoints += len(k.EndpointSlice.GetEndpoints())
+			n.endpointPorts += len(k.EndpointSlice.GetPorts())
+		case *tributaryv1.KubernetesObject_Secret:
+			n.secrets++
+		case *tributaryv1.KubernetesObject_TlsCertificateDelegation:
+			n.delegations++
+			n.certDelegations += len(k.TlsCertificateDelegation.GetDelegations())
+		}
+	}
+	return n
+}
+
+// decoder converts objects into one source.Objects, carving repeated fields
+// out of shared backing arrays.
+type decoder struct {
+	objs            source.Objects
+	targets         []source.ExtensionServiceTarget
+	servicePorts    []source.ServicePort
+	endpoints       []source.Endpoint
+	endpointPorts   []source.EndpointPort
+	certDelegations []source.CertificateDelegation
+	// seen maps each kind's namespace/name to the index of the object that
+	// first used it.
+	seen map[kind]map[source.NamespacedName]int
+}
+
+// carve returns the next n elements of *backing with their capacity capped,
+// so an append by a later stage can never overwrite a neighbour.
+func carve[T any](backing *[]T, n int) []T {
+	if n == 0 {
+		return nil
+	}
+	s := (*backing)[:n:n]
+	*backing = (*backing)[n:]
+	return s
+}
+
+func decodeObjects(objects []*tributaryv1.KubernetesObject, p *problems) *source.Objects {
+	n := countObjects(objects)
+	d := decoder{
+		objs: source.Objects{
+			ExtensionServices:         make([]source.ExtensionService, 0, n.extensionServices),
+			Services:                  make([]source.Service, 0, n.services),
+			EndpointSlices:            make([]source.EndpointSlice, 0, n.endpointSlices),
+			Secrets:                   make([]source.Secret, 0, n.secrets),
+			TLSCertificateDelegations: make([]source.TLSCertificateDelegation, 0, n.delegations),
+		},
+		targets:         make([]source.ExtensionServiceTarget, n.targets),
+		servicePorts:    make([]source.ServicePort, n.servicePorts),
+		endpoints:       make([]source.Endpoint, n.endpoints),
+		endpointPorts:   make([]source.EndpointPort, n.endpointPorts),
+		certDelegations: make([]source.CertificateDelegation, n.certDelegations),
+		seen: map[kind]map[source.NamespacedName]int{
+			kindExtensionService:         make(map[source.NamespacedName]int, n.extensionServices),
+			kindService:                  make(map[source.NamespacedName]int, n.services),
+			kindEndpointSlice:            make(map[source.NamespacedName]int, n.endpointSlices),
+			kindSecret:                   make(map[source.NamespacedName]int, n.secrets),
+			kindTLSCertificateDelegation: make(map[source.NamespacedName]int, n.delegations),
+		},
+	}
+	for i, o := range objects {
+		switch k := o.GetKind().(type) {
+		case *tributaryv1.KubernetesObject_ExtensionService:
+			d.extensionService(i, k.ExtensionService, p)
+		case *tributaryv1.KubernetesObject_Service:
+			d.service(i, k.Service, p)
+		case *tributaryv1.KubernetesObject_EndpointSlice:
+			d.endpointSlice(i, k.EndpointSlice, p)
+		case *tributaryv1.KubernetesObject_Secret:
+			d.secret(i, k.Secret, p)
+		case *tributaryv1.KubernetesObject_TlsCertificateDelegation:
+			d.delegation(i, k.TlsCertificateDelegation, p)
+		default:
+			p.count++
+			p.record(fmt.Sprintf("objects[%d]", i), ReasonRequired, fmt.Sprintf(
+				"objects[%d]: kind is required (one of extensionService, service, endpointSlice, secret, tlsCertificateDelegation)", i))
+		}
+	}
+	return &d.objs
+}
+
+// meta checks an object's metadata and its uniqueness within its kind.
+func (d *decoder) meta(ref objectRef, p *problems) source.Meta {
+	m := ref.meta
+	if m == nil {
+		ref.report(p, "metadata", ReasonRequired, "is required")
+		return source.Meta{}
+	}
+	ok := true
+	switch ns := m.GetNamespace(); {
+	case ns == "":
+		ref.report(p, "metadata.namespace", ReasonRequired, "is required")
+		ok = false
+	case !isDNS1123Label(ns):
+		ref.report(p, "metadata.namespace", ReasonInvalidName, quote(ns)+" is not a valid namespace ("+dns1123LabelRule+")")
+		ok = false
+	}
+	switch name := m.GetName(); {
+	case name == "":
+		ref.report(p, "metadata.name", ReasonRequired, "is required")
+		ok = false
+	case !isDNS1123Subdomain(name):
+		ref.report(p, "metadata.name", ReasonInvalidName, quote(name)+" is not a valid name ("+dns1123SubdomainRule+")")
+		ok = false
+	}
+	meta := source.Meta{Namespace: m.GetNamespace(), Name: m.GetName(), Generation: m.GetGeneration(), Labels: m.GetLabels()}
+	if ok {
+		key := source.NamespacedName{Namespace: meta.Namespace, Name: meta.Name}
+		seen := d.seen[ref.kind]
+		if first, dup := seen[key]; dup {
+			ref.report(p, "metadata.name", ReasonDuplicate, fmt.Sprintf("duplicates objects[%d]: two %ss have the same namespace and name", first, ref.kind.name))
+		} else {
+			seen[key] = ref.index
+		}
+	}
+	return meta
+}
+
+// checkPort checks the port number of list[index] the way Kubernetes does:
+// 1..65535. The field path is formatted only for a bad port.
+func checkPort(ref objectRef, p *problems, list string, index int, value int32) {
+	if value < 1 || value > 65535 {
+		ref.report(p, fmt.Sprintf("%s[%d].port", list, index), ReasonOutOfRange, fmt.Sprintf("%d is outside 1..65535", value))
+	}
+}
+
+func (d *decoder) extensionService(i int, pb *tributaryv1.ExtensionService, p *problems) {
+	ref := objectRef{index: i, kind: kindExtensionService, meta: pb.GetMetadata()}
+	es := source.ExtensionService{Meta: d.meta(ref, p)}
+	spec := pb.GetSpec()
+	targets := spec.GetServices()
+	es.Spec.Services = carve(&d.targets, len(targets))
+	for j, t := range targets {
+		checkPort(ref, p, "spec.services", j, t.GetPort())
+		es.Spec.Services[j] = source.ExtensionServiceTarget{Name: t.GetName(), Port: t.GetPort(), Weight: t.GetWeight()}
+	}
+	if v := spec.GetValidation(); v != nil {
+		es.Spec.Validation = &source.UpstreamValidation{CASecret: v.GetCaSecret(), SubjectName: v.GetSubjectName(), SubjectNames: v.GetSubjectNames()}
+	}
+	if spec != nil {
+		es.Spec.Protocol = spec.Protocol
+	}
+	if lb := spec.GetLoadBalancerPolicy(); lb != nil {
+		es.Spec.LoadBalancerPolicy = &source.LoadBalancerPolicy{Strategy: lb.GetStrategy()}
+	}
+	if tp := spec.GetTimeoutPolicy(); tp != nil {
+		es.Spec.TimeoutPolicy = &source.TimeoutPolicy{Response: tp.GetResponse(), Idle: tp.GetIdle(), IdleConnection: tp.GetIdleConnection()}
+	}
+	es.Spec.ProtocolVersion = spec.GetProtocolVersion()
+	if cb := spec.GetCircuitBreakerPolicy(); cb != nil {
+		es.Spec.CircuitBreakerPolicy = decodeCircuitBreakers(cb)
+	}
+	d.objs.ExtensionServices = append(d.objs.ExtensionServices, es)
+}
+
+func (d *decoder) service(i int, pb *tributaryv1.Service, p *problems) {
+	ref := objectRef{index: i, kind: kindService, meta: pb.GetMetadata()}
+	svc := source.Service{Meta: d.meta(ref, p)}
+	spec := pb.GetSpec()
+	svc.Type = spec.GetType()
+	svc.ExternalName = spec.GetExternalName()
+	ports := spec.GetPorts()
+	svc.Ports = carve(&d.servicePorts, len(ports))
+	for j, sp := range ports {
+		checkPort(ref, p, "spec.ports", j, sp.GetPort())
+		svc.Ports[j] = source.ServicePort{Name: sp.GetName(), Port: sp.GetPort(), TargetPort: sp.GetTargetPort(), Protocol: sp.GetProtocol()}
+	}
+	d.objs.Services = append(d.objs.Services, svc)
+}
+
+func (d *decoder) endpointSlice(i int, pb *tributaryv1.EndpointSlice, p *problems) {
+	ref := objectRef{index: i, kind: kindEndpointSlice, meta: pb.GetMetadata()}
+	es := source.EndpointSlice{Meta: d.meta(ref, p), AddressType: pb.GetAddressType()}
+	if ref.meta != nil && es.Labels[source.ServiceNameLabel] == "" {
+		ref.report(p, `metadata.labels["`+source.ServiceNameLabel+`"]`, ReasonRequired, "is required")
+	}
+	endpoints := pb.GetEndpoints()
+	es.Endpoints = carve(&d.endpoints, len(endpoints))
+	for j, e := range endpoints {
+		// Optional fields are pointers in both types: sharing them costs no
+		// allocation per endpoint.
+		c := e.GetConditions()
+		dst := &es.Endpoints[j]
+		dst.Addresses = e.GetAddresses()
+		if c != nil {
+			dst.Ready, dst.Serving, dst.Terminating = c.Ready, c.Serving, c.Terminating
+		}
+	}
+	ports := pb.GetPorts()
+	es.Ports = carve(&d.endpointPorts, len(ports))
+	for j, ep := range ports {
+		if ep == nil {
+			continue
+		}
+		if ep.Port != nil {
+			checkPort(ref, p, "ports", j, *ep.Port)
+		}
+		es.Ports[j] = source.EndpointPort{Name: ep.Name, Port: ep.Port, Protocol: ep.Protocol}
+	}
+	d.objs.EndpointSlices = append(d.objs.EndpointSlices, es)
+}
+
+func (d *decoder) secret(i int, pb *tributaryv1.Secret, p *problems) {
+	ref := objectRef{index: i, kind: kindSecret, meta: pb.GetMetadata()}
+	s := source.Secret{Meta: d.meta(ref, p), Type: pb.GetType()}
+	// Proto3 cannot tell an absent key from an empty one; both read as absent.
+	if b := pb.GetCaCrt(); len(b) > 0 {
+		s.CACrt = b
+	}
+	if b := pb.GetTlsCrt(); len(b) > 0 {
+		s.TLSCrt = b
+	}
+	d.objs.Secrets = append(d.objs.Secrets, s)
+}
+
+func (d *decoder) delegation(i int, pb *tributaryv1.TLSCertificateDelegation, p *problems) {
+	ref := objectRef{index: i, kind: kindTLSCertificateDelegation, meta: pb.GetMetadata()}
+	td := source.TLSCertificateDelegation{Meta: d.meta(ref, p)}
+	dels := pb.GetDelegations()
+	td.Delegations = carve(&d.certDelegations, len(dels))
+	for j, cd := range dels {
+		td.Delegations[j] = source.CertificateDelegation{SecretName: cd.GetSecretName(), TargetNamespaces: cd.GetTargetNamespaces()}
+	}
+	d.objs.TLSCertificateDelegations = append(d.objs.TLSCertificateDelegations, td)
+}
+
+// problems collects what is wrong with a request.
+type problems struct {
+	count      int
+	violations []*errdetails.BadRequest_FieldViolation
+}
+
+// add counts and records one problem.
+func (p *problems) add(field, reason, message string) {
+	p.count++
+	p.record(field, reason, message)
+}
+
+// record keeps a violation if there is room; the caller has counted it.
+func (p *problems) record(field, reason, message string) {
+	if len(p.violations) < maxReportedViolations {
+		p.violations = append(p.violations, &errdetails.BadRequest_FieldViolation{Field: field, Reason: reason, Description: message})
+	}
+}
+
+// err is nil for a valid request, else InvalidArgument with the first
+// problem as message and the recorded ones as BadRequest details.
+func (p *problems) err() error {
+	if p.count == 0 {
+		return nil
+	}
+	msg := p.violations[0].Description
+	if p.count > 1 {
+		msg += fmt.Sprintf(" (and %d more problems)", p.count-1)
+	}
+	st := status.New(codes.InvalidArgument, msg)
+	if detailed, err := st.WithDetails(&errdetails.BadRequest{FieldViolations: p.violations}); err == nil {
+		st = detailed
+	}
+	return st.Err()
+}
+
+const (
+	dns1123LabelRule     = "at most 63 lowercase letters, digits or '-', starting and ending with a letter or digit"
+	dns1123SubdomainRule = "at most 253 lowercase letters, digits, '-' or '.', each dot-separated part starting and ending with a letter or digit"
+)
+
+// isDNS1123Label reports whether s is a Kubernetes namespace-style name.
+func isDNS1123Label(s string) bool {
+	return len(s) <= 63 && isLabelPart(s)
+}
+
+// isDNS1123Subdomain reports whether s is a Kubernetes object-style name.
+func isDNS1123Subdomain(s string) bool {
+	if len(s) > 253 {
+		return false
+	}
+	for part := range strings.SplitSeq(s, ".") {
+		if !isLabelPart(part) {
+			return false
+		}
+	}
+	return true
+}
+
+// isLabelPart reports whether s is non-empty, made of [a-z0-9-] and starts
+// and ends with a letter or digit.
+func isLabelPart(s string) bool {
+	if s == "" || s[0] == '-' || s[len(s)-1] == '-' {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if !('a' <= c && c <= 'z' || '0' <= c && c <= '9' || c == '-') {
+			return false
+		}
+	}
+	return true
+}
+
+// badText says why s cannot be used as a name in Envoy configuration, or ""
+// if it can.
+func badText(s string) string {
+	if !utf8.ValidString(s) {
+		return "is not valid UTF-8"
+	}
+	for _, r := range s {
+		if unicode.IsControl(r) {
+			return "contains a control character"
+		}
+	}
+	return ""
+}
+
+// maxQuoted bounds how much of a client-supplied string an error repeats.
+const maxQuoted = 100
+
+// quote quotes s for a message, shortened so that errors stay small
+// whatever the request holds.
+func quote(s string) string {
+	if len(s) <= maxQuoted {
+		return fmt.Sprintf("%q", s)
+	}
+	cut := maxQuoted
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return fmt.Sprintf("%q...", s[:cut])
+}
+
+// truncate shortens a message built from client input, on a rune boundary.
+func truncate(s string) string {
+	if len(s) <= 2*maxQuoted {
+		return s
+	}
+	cut := 2 * maxQuoted
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return s[:cut] + "..."
+}
