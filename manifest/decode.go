@@ -1,0 +1,168 @@
+package manifest
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"io"
+	"regexp"
+	"strconv"
+	"strings"
+
+	kjson "sigs.k8s.io/json"
+	"sigs.k8s.io/yaml"
+)
+
+// document is one document of a file, as JSON, or the error that kept it
+// from being read.
+type document struct {
+	json []byte
+	err  error
+}
+
+// empty reports whether the document holds nothing (only comments, or an
+// explicit null): such documents are not counted.
+func (d document) empty() bool {
+	if d.err != nil {
+		return false
+	}
+	j := bytes.TrimSpace(d.json)
+	return len(j) == 0 || string(j) == "null"
+}
+
+// splitDocuments cuts a file into documents. A file whose first character is
+// '{' or '[' is a JSON stream (one or more values, as `kubectl get -o json`
+// or jq print them); anything else is YAML, documents separated by "---".
+// A document that fails to parse ends the split.
+func splitDocuments(data []byte) ([]document, error) {
+	data = bytes.TrimPrefix(data, []byte("\xef\xbb\xbf"))
+	trimmed := bytes.TrimSpace(data)
+	if len(trimmed) > 0 && (trimmed[0] == '{' || trimmed[0] == '[') {
+		return splitJSON(trimmed), nil
+	}
+	return splitYAML(data)
+}
+
+func splitJSON(data []byte) []document {
+	var docs []document
+	dec := json.NewDecoder(bytes.NewReader(data))
+	for {
+		var raw json.RawMessage
+		err := dec.Decode(&raw)
+		if err == io.EOF {
+			return docs
+		}
+		if err != nil {
+			return append(docs, document{err: jsonSyntax(err)})
+		}
+		docs = append(docs, document{json: raw})
+	}
+}
+
+func splitYAML(data []byte) ([]document, error) {
+	var docs []document
+	for _, chunk := range yamlChunks(data) {
+		// Strict conversion rejects a key given twice in one mapping, which
+		// plain YAML parsers resolve by keeping one of them silently.
+		j, err := yaml.YAMLToJSONStrict(chunk.text)
+		if err != nil {
+			return append(docs, document{err: yamlSyntax(err, chunk.firstLine)}), nil
+		}
+		docs = append(docs, document{json: j})
+	}
+	return docs, nil
+}
+
+// yamlChunk is the text of one YAML document and the line of the file it
+// starts on, so that errors can give file lines rather than document lines.
+type yamlChunk struct {
+	text      []byte
+	firstLine int
+}
+
+// yamlChunks splits YAML at document separators: lines that are "---",
+// optionally followed by blanks or a comment.
+func yamlChunks(data []byte) []yamlChunk {
+	var chunks []yamlChunk
+	cur := yamlChunk{firstLine: 1}
+	line := 0
+	for len(data) > 0 {
+		line++
+		next := len(data)
+		if i := bytes.IndexByte(data, '\n'); i >= 0 {
+			next = i + 1
+		}
+		text := data[:next]
+		data = data[next:]
+		if isSeparator(text) {
+			chunks = append(chunks, cur)
+			cur = yamlChunk{firstLine: line + 1}
+			continue
+		}
+		cur.text = append(cur.text, text...)
+	}
+	return append(chunks, cur)
+}
+
+func isSeparator(line []byte) bool {
+	rest, ok := bytes.CutPrefix(bytes.TrimRight(line, "\r\n"), []byte("---"))
+	if !ok {
+		return false
+	}
+	rest = bytes.TrimLeft(rest, " \t")
+	return len(rest) == 0 || rest[0] == '#'
+}
+
+var yamlLine = regexp.MustCompile(`\bline (\d+)\b`)
+
+// yamlSyntax rewrites a YAML parser error for a document starting at
+// firstLine: one line, numbered from the start of the file.
+func yamlSyntax(err error, firstLine int) error {
+	msg := err.Error()
+	msg = strings.TrimPrefix(msg, "error converting YAML to JSON: ")
+	msg = strings.TrimPrefix(msg, "yaml: unmarshal errors:")
+	msg = strings.TrimPrefix(msg, "yaml: ")
+	msg = strings.Join(strings.Fields(msg), " ")
+	msg = yamlLine.ReplaceAllStringFunc(msg, func(m string) string {
+		n, _ := strconv.Atoi(strings.TrimPrefix(m, "line "))
+		return "line " + strconv.Itoa(n+firstLine-1)
+	})
+	return errors.New("invalid YAML: " + msg)
+}
+
+func jsonSyntax(err error) error {
+	return errors.New("invalid JSON: " + err.Error())
+}
+
+// unmarshalLoose decodes with Kubernetes' case-sensitive rules, ignoring
+// unknown fields.
+func unmarshalLoose(data []byte, v any) error {
+	if err := kjson.UnmarshalCaseSensitivePreserveInts(data, v); err != nil {
+		return cleanJSONError(err)
+	}
+	return nil
+}
+
+// unmarshalStrict decodes the way the API server's strict field validation
+// does: field names match case-sensitively, and an unknown or repeated field
+// is an error that names its full path ("spec.ports[0].protocl").
+func unmarshalStrict(data []byte, v any) error {
+	strictErrs, err := kjson.UnmarshalStrict(data, v)
+	if err != nil {
+		return cleanJSONError(err)
+	}
+	if len(strictErrs) == 0 {
+		return nil
+	}
+	msgs := make([]string, len(strictErrs))
+	for i, e := range strictErrs {
+		msgs[i] = e.Error()
+	}
+	return errors.New(strings.Join(msgs, "; "))
+}
+
+// cleanJSONError drops the "json: " prefix, which says nothing to someone
+// who wrote YAML.
+func cleanJSONError(err error) error {
+	return errors.New(strings.TrimPrefix(err.Error(), "json: "))
+}

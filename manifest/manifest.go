@@ -1,0 +1,285 @@
+// Package manifest reads Kubernetes manifests (multi-document YAML, or JSON)
+// into the typed objects translation takes, the way `kubectl apply
+// --validate=strict` would: a misspelled or misplaced field is an error, not
+// a silently dropped setting that surfaces later as a puzzling translation.
+//
+// Errors and positions read "path: document N" (N counts the non-empty
+// documents of a file from 1), followed by ": items[I]" inside a v1 List.
+// Objects of kinds translation does not read are not errors: they are
+// returned as Skipped so the caller can say so, since manifests are often
+// whole applications (Deployments and all).
+package manifest
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+
+	contour_v1 "github.com/projectcontour/contour/apis/projectcontour/v1"
+	contour_v1alpha1 "github.com/projectcontour/contour/apis/projectcontour/v1alpha1"
+	core_v1 "k8s.io/api/core/v1"
+	discovery_v1 "k8s.io/api/discovery/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+)
+
+// Stdin is the path that names standard input.
+const Stdin = "-"
+
+// stdinName is how standard input is named in positions and errors.
+const stdinName = "<stdin>"
+
+// Position is where an object was found.
+type Position struct {
+	// Path is the file as named by the caller or found in a directory;
+	// "<stdin>" for standard input.
+	Path string
+	// Document counts the non-empty documents of the file from 1.
+	Document int
+	// Item is the index in a v1 List's items, or -1 outside a List.
+	Item int
+}
+
+// String gives "path: document N", or "path: document N: items[I]".
+func (p Position) String() string {
+	s := fmt.Sprintf("%s: document %d", p.Path, p.Document)
+	if p.Item >= 0 {
+		s += fmt.Sprintf(": items[%d]", p.Item)
+	}
+	return s
+}
+
+// Object is one decoded object of a kind translation reads: one of
+// *contour_v1alpha1.ExtensionService, *core_v1.Service,
+// *discovery_v1.EndpointSlice, *core_v1.Secret or
+// *contour_v1.TLSCertificateDelegation.
+type Object struct {
+	Position
+	Object runtime.Object
+}
+
+// Skipped is a well-formed object of a kind translation does not read.
+type Skipped struct {
+	Position
+	APIVersion string
+	Kind       string
+}
+
+// Manifests is everything read, in input order.
+type Manifests struct {
+	Objects []Object
+	Skipped []Skipped
+}
+
+// newObject returns an empty object of a kind translation reads, or nil.
+func newObject(apiVersion, kind string) runtime.Object {
+	switch apiVersion + " " + kind {
+	case "projectcontour.io/v1alpha1 ExtensionService":
+		return &contour_v1alpha1.ExtensionService{}
+	case "v1 Service":
+		return &core_v1.Service{}
+	case "discovery.k8s.io/v1 EndpointSlice":
+		return &discovery_v1.EndpointSlice{}
+	case "v1 Secret":
+		return &core_v1.Secret{}
+	case "projectcontour.io/v1 TLSCertificateDelegation":
+		return &contour_v1.TLSCertificateDelegation{}
+	}
+	return nil
+}
+
+// Read reads every path in order into one Manifests. A path is a file (read
+// whatever its extension), a directory (every *.yaml, *.yml and *.json file
+// under it, recursively, in lexical order), or Stdin, read from stdin.
+func Read(paths []string, stdin io.Reader) (*Manifests, error) {
+	m := &Manifests{}
+	for _, p := range paths {
+		if p == Stdin {
+			if err := m.decode(stdinName, stdin); err != nil {
+				return nil, err
+			}
+			continue
+		}
+		files, err := expand(p)
+		if err != nil {
+			return nil, err
+		}
+		for _, f := range files {
+			if err := m.readFile(f); err != nil {
+				return nil, err
+			}
+		}
+	}
+	return m, nil
+}
+
+// Decode reads one stream of manifests; name is used in positions and errors.
+func Decode(name string, r io.Reader) (*Manifests, error) {
+	m := &Manifests{}
+	if err := m.decode(name, r); err != nil {
+		return nil, err
+	}
+	return m, nil
+}
+
+// expand lists the manifest files a path names.
+func expand(path string) ([]string, error) {
+	info, err := os.Stat(path)
+	if err != nil {
+		return nil, err
+	}
+	if !info.IsDir() {
+		return []string{path}, nil
+	}
+	var files []string
+	// WalkDir visits entries in lexical order, which makes the result (and
+	// so the order of objects and any duplicate-name error) reproducible.
+	err = filepath.WalkDir(path, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if !d.IsDir() && isManifestFile(p) {
+			files = append(files, p)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	if len(files) == 0 {
+		return nil, fmt.Errorf("%s: no .yaml, .yml or .json files in directory", path)
+	}
+	return files, nil
+}
+
+func isManifestFile(p string) bool {
+	switch strings.ToLower(filepath.Ext(p)) {
+	case ".yaml", ".yml", ".json":
+		return true
+	}
+	return false
+}
+
+func (m *Manifests) readFile(path string) error {
+	f, err := os.Open(path)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	return m.decode(path, f)
+}
+
+func (m *Manifests) decode(name string, r io.Reader) error {
+	data, err := io.ReadAll(r)
+	if err != nil {
+		return fmt.Errorf("%s: %w", name, err)
+	}
+	docs, err := splitDocuments(data)
+	if err != nil {
+		return fmt.Errorf("%s: %w", name, err)
+	}
+	n := 0
+	for _, doc := range docs {
+		if doc.empty() {
+			continue
+		}
+		n++
+		pos := Position{Path: name, Document: n, Item: -1}
+		if doc.err != nil {
+			return fmt.Errorf("%s: %w", pos, doc.err)
+		}
+		if err := m.decodeObject(pos, doc.json, true); err != nil {
+			return fmt.Errorf("%s: %w", pos, err)
+		}
+	}
+	return nil
+}
+
+// errNotObject is returned for a document that is a scalar or an array.
+var errNotObject = errors.New("not a Kubernetes object: expected a mapping with apiVersion and kind")
+
+// decodeObject decodes one JSON object at pos; a v1 List is expanded when
+// listAllowed. Errors are returned without the position; list items carry
+// their own.
+func (m *Manifests) decodeObject(pos Position, data []byte, listAllowed bool) error {
+	data = bytes.TrimSpace(data)
+	if len(data) == 0 || data[0] != '{' {
+		return errNotObject
+	}
+	var tm typeMeta
+	if err := unmarshalLoose(data, &tm); err != nil {
+		return err
+	}
+	switch {
+	case tm.APIVersion == "":
+		return errors.New(`missing "apiVersion"`)
+	case tm.Kind == "":
+		return errors.New(`missing "kind"`)
+	}
+	if tm.APIVersion == "v1" && tm.Kind == "List" {
+		if !listAllowed {
+			return errors.New("a List inside a List is not supported")
+		}
+		var list list
+		if err := unmarshalStrict(data, &list); err != nil {
+			return fmt.Errorf("List: %w", err)
+		}
+		for i, item := range list.Items {
+			itemPos := pos
+			itemPos.Item = i
+			if err := m.decodeObject(itemPos, item, false); err != nil {
+				return fmt.Errorf("items[%d]: %w", i, err)
+			}
+		}
+		return nil
+	}
+	obj := newObject(tm.APIVersion, tm.Kind)
+	if obj == nil {
+		m.Skipped = append(m.Skipped, Skipped{Position: pos, APIVersion: tm.APIVersion, Kind: tm.Kind})
+		return nil
+	}
+	if err := unmarshalStrict(data, obj); err != nil {
+		return fmt.Errorf("%s%s: %w", tm.Kind, describeName(data), err)
+	}
+	m.Objects = append(m.Objects, Object{Position: pos, Object: obj})
+	return nil
+}
+
+// typeMeta is the part of every object that says what it is.
+type typeMeta struct {
+	APIVersion string `json:"apiVersion"`
+	Kind       string `json:"kind"`
+}
+
+// list is a v1 List, the shape `kubectl get -o yaml` prints for several
+// objects.
+type list struct {
+	APIVersion string            `json:"apiVersion"`
+	Kind       string            `json:"kind"`
+	Metadata   map[string]any    `json:"metadata,omitempty"`
+	Items      []json.RawMessage `json:"items"`
+}
+
+// describeName gives ` "namespace/name"` (or ` "name"`) for error messages,
+// read loosely so that it works on objects that fail strict decoding; ""
+// when there is no name.
+func describeName(data []byte) string {
+	var obj struct {
+		Metadata struct {
+			Namespace string `json:"namespace"`
+			Name      string `json:"name"`
+		} `json:"metadata"`
+	}
+	if unmarshalLoose(data, &obj) != nil || obj.Metadata.Name == "" {
+		return ""
+	}
+	if obj.Metadata.Namespace == "" {
+		return fmt.Sprintf(" %q", obj.Metadata.Name)
+	}
+	return fmt.Sprintf(" %q", obj.Metadata.Namespace+"/"+obj.Metadata.Name)
+}
