@@ -163,7 +163,7 @@ func (r objectRef) report(p *problems, field, reason, text string) {
 // repeated field gets one exactly sized backing array.
 type sizes struct {
 	extensionServices, services, endpointSlices, secrets, delegations int
-	targets, servicePorts, endpoints, endpointPorts, certDelegations int
+	targets, servicePorts, endpoints, endpointPorts, certDelegations  int
 }
 
 func countObjects(objects []*tributaryv1.KubernetesObject) sizes {

@@ -120,7 +120,7 @@ func TestDecodeRequestRejects(t *testing.T) {
 		req: &tributaryv1.TranslateRequest{Objects: []*tributaryv1.KubernetesObject{
 			serviceObject(meta("ns", "a")),
 			extensionServiceObject(meta("ns", "a"), target(80)), // another kind may share the name
-			serviceObject(meta("other", "a")),                  // another namespace may too
+			serviceObject(meta("other", "a")),                   // another namespace may too
 			serviceObject(meta("ns", "a")),
 		}},
 		wantMsg: `objects[3] (Service "ns/a"): metadata.name duplicates objects[0]: two Services have the same namespace and name`,
