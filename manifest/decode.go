@@ -134,6 +134,22 @@ func jsonSyntax(err error) error {
 	return errors.New("invalid JSON: " + err.Error())
 }
 
+// UnmarshalStrict decodes one YAML (or JSON) document into v with the same
+// strictness as manifests: field names match case-sensitively, and unknown
+// or repeated fields are errors naming their path. An empty document leaves
+// v untouched. It suits small configuration files, such as translation
+// settings, that should fail as loudly as manifests do.
+func UnmarshalStrict(data []byte, v any) error {
+	j, err := yaml.YAMLToJSONStrict(data)
+	if err != nil {
+		return yamlSyntax(err, 1)
+	}
+	if d := (document{json: j}); d.empty() {
+		return nil
+	}
+	return unmarshalStrict(j, v)
+}
+
 // unmarshalLoose decodes with Kubernetes' case-sensitive rules, ignoring
 // unknown fields.
 func unmarshalLoose(data []byte, v any) error {

@@ -68,6 +68,8 @@ type Skipped struct {
 	Position
 	APIVersion string
 	Kind       string
+	// Namespace and Name are as written; either may be empty.
+	Namespace, Name string
 }
 
 // Manifests is everything read, in input order.
@@ -240,7 +242,8 @@ func (m *Manifests) decodeObject(pos Position, data []byte, listAllowed bool) er
 	}
 	obj := newObject(tm.APIVersion, tm.Kind)
 	if obj == nil {
-		m.Skipped = append(m.Skipped, Skipped{Position: pos, APIVersion: tm.APIVersion, Kind: tm.Kind})
+		ns, name := objectName(data)
+		m.Skipped = append(m.Skipped, Skipped{Position: pos, APIVersion: tm.APIVersion, Kind: tm.Kind, Namespace: ns, Name: name})
 		return nil
 	}
 	if err := unmarshalStrict(data, obj); err != nil {
@@ -269,17 +272,27 @@ type list struct {
 // read loosely so that it works on objects that fail strict decoding; ""
 // when there is no name.
 func describeName(data []byte) string {
+	ns, name := objectName(data)
+	switch {
+	case name == "":
+		return ""
+	case ns == "":
+		return fmt.Sprintf(" %q", name)
+	}
+	return fmt.Sprintf(" %q", ns+"/"+name)
+}
+
+// objectName reads metadata.namespace and metadata.name loosely; both are
+// empty when unreadable.
+func objectName(data []byte) (namespace, name string) {
 	var obj struct {
 		Metadata struct {
 			Namespace string `json:"namespace"`
 			Name      string `json:"name"`
 		} `json:"metadata"`
 	}
-	if unmarshalLoose(data, &obj) != nil || obj.Metadata.Name == "" {
-		return ""
+	if unmarshalLoose(data, &obj) != nil {
+		return "", ""
 	}
-	if obj.Metadata.Namespace == "" {
-		return fmt.Sprintf(" %q", obj.Metadata.Name)
-	}
-	return fmt.Sprintf(" %q", obj.Metadata.Namespace+"/"+obj.Metadata.Name)
+	return obj.Metadata.Namespace, obj.Metadata.Name
 }

@@ -129,7 +129,7 @@ func TestDecode(t *testing.T) {
 				}},
 			}},
 		},
-		wantSkipped: []Skipped{{at("in", 4, -1), "apps/v1", "Deployment"}},
+		wantSkipped: []Skipped{{at("in", 4, -1), "apps/v1", "Deployment", "auth", "authz"}},
 	}, {
 		name: "a JSON stream, as jq prints it",
 		in: `{"apiVersion": "v1", "kind": "Service", "metadata": {"namespace": "a", "name": "one"}}
@@ -140,7 +140,7 @@ null
 			{at("in", 1, -1), &core_v1.Service{TypeMeta: typeMetaOf("v1", "Service"), ObjectMeta: meta_v1.ObjectMeta{Namespace: "a", Name: "one"}}},
 			{at("in", 3, -1), &core_v1.Service{TypeMeta: typeMetaOf("v1", "Service"), ObjectMeta: meta_v1.ObjectMeta{Namespace: "a", Name: "two"}}},
 		},
-		wantSkipped: []Skipped{{at("in", 2, -1), "v1", "ConfigMap"}},
+		wantSkipped: []Skipped{{at("in", 2, -1), "v1", "ConfigMap", "a", "cm"}},
 	}, {
 		name: "a v1 List, as kubectl get -o yaml prints it",
 		in: `apiVersion: v1
@@ -166,11 +166,11 @@ items:
 			{at("in", 2, 0), &core_v1.Service{TypeMeta: typeMetaOf("v1", "Service"), ObjectMeta: meta_v1.ObjectMeta{Namespace: "a", Name: "one"}}},
 			{at("in", 2, 2), &core_v1.Secret{TypeMeta: typeMetaOf("v1", "Secret"), ObjectMeta: meta_v1.ObjectMeta{Namespace: "a", Name: "two"}}},
 		},
-		wantSkipped: []Skipped{{at("in", 2, 1), "v1", "ConfigMap"}},
+		wantSkipped: []Skipped{{at("in", 2, 1), "v1", "ConfigMap", "a", "cm"}},
 	}, {
 		name:        "a kind translation reads, at another apiVersion, is skipped",
 		in:          "apiVersion: projectcontour.io/v1\nkind: ExtensionService\nmetadata: {name: x}\n",
-		wantSkipped: []Skipped{{at("in", 1, -1), "projectcontour.io/v1", "ExtensionService"}},
+		wantSkipped: []Skipped{{at("in", 1, -1), "projectcontour.io/v1", "ExtensionService", "", "x"}},
 	}, {
 		name:    "an unknown field names its full path and the object",
 		in:      allKinds + "---\napiVersion: v1\nkind: Service\nmetadata: {namespace: auth, name: typo}\nspec:\n  ports:\n  - port: 1\n  - port: 2\n    protocl: TCP\n",
@@ -325,6 +325,46 @@ func TestReadErrors(t *testing.T) {
 			_, err := Read(tc.paths, strings.NewReader("apiVersion: v1\n"))
 			if err == nil || err.Error() != tc.wantErr {
 				t.Fatalf("error:\n got %v\nwant %s", err, tc.wantErr)
+			}
+		})
+	}
+}
+
+func TestUnmarshalStrict(t *testing.T) {
+	type inner struct {
+		B int `json:"b"`
+	}
+	type config struct {
+		A     string `json:"a"`
+		Inner *inner `json:"inner"`
+	}
+	tests := map[string]struct {
+		in      string
+		want    config
+		wantErr string
+	}{
+		"yaml":          {in: "a: x\ninner: {b: 2}\n", want: config{A: "x", Inner: &inner{B: 2}}},
+		"json":          {in: `{"a": "x"}`, want: config{A: "x"}},
+		"empty":         {in: "# nothing\n"},
+		"unknown field": {in: "a: x\ninner: {c: 2}\n", wantErr: `unknown field "inner.c"`},
+		"case matters":  {in: "A: x\n", wantErr: `unknown field "A"`},
+		"repeated key":  {in: "a: x\na: y\n", wantErr: `invalid YAML: line 2: key "a" already set in map`},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			var got config
+			err := UnmarshalStrict([]byte(tc.in), &got)
+			if tc.wantErr != "" {
+				if err == nil || err.Error() != tc.wantErr {
+					t.Fatalf("error:\n got %v\nwant %s", err, tc.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if d := cmp.Diff(tc.want, got); d != "" {
+				t.Errorf("(-want +got):\n%s", d)
 			}
 		})
 	}
