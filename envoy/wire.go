@@ -11,17 +11,17 @@ import (
 // (envoy/config/endpoint/v3, envoy/config/core/v3) and wrapperspb. proto.Marshal writes
 // the fields of a message in field-number order, so this encoder does too.
 var (
-	tagCLAClusterName     = protowire.EncodeTag(1, protowire.BytesType) // ClusterLoadAssignment.cluster_name
-	tagCLAEndpoints       = protowire.EncodeTag(2, protowire.BytesType) // ClusterLoadAssignment.endpoints
-	tagLocalityLbLocality = protowire.EncodeTag(1, protowire.BytesType) // LocalityLbEndpoints.locality
-	tagLocalityLbEndpoint = protowire.EncodeTag(2, protowire.BytesType) // LocalityLbEndpoints.lb_endpoints
-	tagLocalityLbWeight   = protowire.EncodeTag(3, protowire.BytesType) // LocalityLbEndpoints.load_balancing_weight
-	tagLocalitySubZone    = protowire.EncodeTag(3, protowire.BytesType) // core.Locality.sub_zone
+	tagCLAClusterName     = protowire.EncodeTag(1, protowire.BytesType)  // ClusterLoadAssignment.cluster_name
+	tagCLAEndpoints       = protowire.EncodeTag(2, protowire.BytesType)  // ClusterLoadAssignment.endpoints
+	tagLocalityLbLocality = protowire.EncodeTag(1, protowire.BytesType)  // LocalityLbEndpoints.locality
+	tagLocalityLbEndpoint = protowire.EncodeTag(2, protowire.BytesType)  // LocalityLbEndpoints.lb_endpoints
+	tagLocalityLbWeight   = protowire.EncodeTag(3, protowire.BytesType)  // LocalityLbEndpoints.load_balancing_weight
+	tagLocalitySubZone    = protowire.EncodeTag(3, protowire.BytesType)  // core.Locality.sub_zone
 	tagUInt32Value        = protowire.EncodeTag(1, protowire.VarintType) // UInt32Value.value
-	tagLbEndpointEndpoint = protowire.EncodeTag(1, protowire.BytesType) // LbEndpoint.endpoint (oneof)
-	tagEndpointAddress    = protowire.EncodeTag(1, protowire.BytesType) // Endpoint.address
-	tagAddressSocket      = protowire.EncodeTag(1, protowire.BytesType) // core.Address.socket_address (oneof)
-	tagSocketAddress      = protowire.EncodeTag(2, protowire.BytesType) // core.SocketAddress.address
+	tagLbEndpointEndpoint = protowire.EncodeTag(1, protowire.BytesType)  // LbEndpoint.endpoint (oneof)
+	tagEndpointAddress    = protowire.EncodeTag(1, protowire.BytesType)  // Endpoint.address
+	tagAddressSocket      = protowire.EncodeTag(1, protowire.BytesType)  // core.Address.socket_address (oneof)
+	tagSocketAddress      = protowire.EncodeTag(2, protowire.BytesType)  // core.SocketAddress.address
 	tagSocketPortValue    = protowire.EncodeTag(3, protowire.VarintType) // core.SocketAddress.port_value (oneof)
 )
 

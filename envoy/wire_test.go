@@ -203,10 +203,10 @@ func wireFuzzCluster(data []byte) *model.ExtensionCluster {
 // proto.Marshal's bytes for any valid model, and that what it writes decodes
 // into a CLA that passes ValidateAll and the contract's extra checks.
 func FuzzAppendClusterLoadAssignment(f *testing.F) {
-	f.Add([]byte{})                                                       // shortest name, no locality
-	f.Add([]byte{10, 'a', 'b', 1, 3, 1, 7, 4, 1, 2, 3, 4, 0x50, 0})       // one IPv4 endpoint
-	f.Add([]byte{199, 0, 2, 149, 2, 0xff, 0xff, 0xff, 0xff, 0, 3, 0})     // long names, largest weight
-	f.Add([]byte{5, 5, 40, 7, 3, 0, 9, 0, 0})                             // many localities, weights unset
+	f.Add([]byte{})                                                         // shortest name, no locality
+	f.Add([]byte{10, 'a', 'b', 1, 3, 1, 7, 4, 1, 2, 3, 4, 0x50, 0})         // one IPv4 endpoint
+	f.Add([]byte{199, 0, 2, 149, 2, 0xff, 0xff, 0xff, 0xff, 0, 3, 0})       // long names, largest weight
+	f.Add([]byte{5, 5, 40, 7, 3, 0, 9, 0, 0})                               // many localities, weights unset
 	f.Add(bytes.Repeat([]byte{0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 250, 251}, 60)) // IPv6 and mixed weights
 	f.Add(append([]byte{50, 4}, bytes.Repeat([]byte{8, 0, 0xff, 0x0f}, 100)...))
 	f.Fuzz(func(t *testing.T, data []byte) {
