@@ -1,0 +1,56 @@
+// Command tributary translates Contour ExtensionServices into Envoy Clusters
+// and weighted ClusterLoadAssignments, as a gRPC service (serve) or once,
+// from manifests on disk (translate).
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+)
+
+const usage = `Tributary translates Contour ExtensionServices into Envoy Clusters and
+weighted ClusterLoadAssignments.
+
+Usage:
+  tributary serve [--address 127.0.0.1:8081] [--max-message-size 64MiB] [--log-level info] [--shutdown-timeout 10s]
+  tributary translate -f PATH [-f PATH...] [--settings FILE] [-o json|yaml]
+  tributary version
+
+Run "tributary COMMAND -h" for the flags of a command.
+`
+
+// stdio is where a command reads and writes, so tests can run commands in
+// process.
+type stdio struct {
+	in       io.Reader
+	out, err io.Writer
+}
+
+func main() {
+	os.Exit(run(context.Background(), os.Args[1:], stdio{os.Stdin, os.Stdout, os.Stderr}))
+}
+
+// run runs the command args names and returns the process exit code: 0 for
+// success, 1 for a failure, 2 for a usage error.
+func run(ctx context.Context, args []string, io stdio) int {
+	if len(args) == 0 {
+		fmt.Fprint(io.err, usage)
+		return 2
+	}
+	switch cmd, rest := args[0], args[1:]; cmd {
+	case "serve":
+		return runServe(ctx, rest, io)
+	case "translate":
+		return runTranslate(ctx, rest, io)
+	case "version":
+		return runVersion(rest, io)
+	case "help", "-h", "-help", "--help":
+		fmt.Fprint(io.out, usage)
+		return 0
+	default:
+		fmt.Fprintf(io.err, "tributary: unknown command %q\n\n%s", cmd, usage)
+		return 2
+	}
+}

@@ -1,0 +1,96 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"net"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"github.com/tributary-dev/tributary/server"
+)
+
+// defaultAddress is loopback on purpose: the service has no authentication
+// or TLS of its own, so exposing it beyond the host (or the pod) must be a
+// deliberate --address choice, such as 0.0.0.0:8081 behind a NetworkPolicy.
+const defaultAddress = "127.0.0.1:8081"
+
+const serveSynopsis = "tributary serve [--address 127.0.0.1:8081] [--max-message-size 64MiB] [--log-level info] [--shutdown-timeout 10s]"
+
+// runServe serves TranslationService (with health and reflection) until
+// SIGTERM or SIGINT, then drains: in-flight calls get --shutdown-timeout to
+// finish before connections are closed. The first log line names the
+// address actually listened on, so --address 127.0.0.1:0 picks a free port
+// that callers can read back. A second signal during the drain ends the
+// process at once.
+func runServe(ctx context.Context, args []string, io stdio) int {
+	fs := newFlagSet("serve", serveSynopsis, io.err)
+	address := fs.String("address", defaultAddress,
+		"`host:port` to listen on; the loopback default keeps the unauthenticated service private to the host, use 0.0.0.0:8081 to serve every interface")
+	var maxMsgSize byteSize
+	fs.Var(&maxMsgSize, "max-message-size", "largest request or response, in bytes or with a KiB/MiB/GiB suffix (default 64MiB)")
+	logLevel := fs.String("log-level", "info", "log level: debug, info, warn or error")
+	shutdownTimeout := fs.Duration("shutdown-timeout", 10*time.Second, "how long in-flight calls may run after SIGTERM before connections are closed")
+	if code, ok := parseFlags(fs, args); !ok {
+		return code
+	}
+	var level slog.Level
+	if err := level.UnmarshalText([]byte(*logLevel)); err != nil {
+		fmt.Fprintf(io.err, "tributary serve: invalid --log-level %q: want debug, info, warn or error\n", *logLevel)
+		return 2
+	}
+	logger := slog.New(slog.NewTextHandler(io.err, &slog.HandlerOptions{Level: level}))
+
+	lis, err := net.Listen("tcp", *address)
+	if err != nil {
+		logger.Error("cannot listen", "address", *address, "error", err)
+		return 1
+	}
+	srv := server.NewGRPCServer(server.Options{
+		MaxRecvMsgSize: int(maxMsgSize),
+		MaxSendMsgSize: int(maxMsgSize),
+		Logger:         logger,
+	})
+
+	ctx, stopSignals := signal.NotifyContext(ctx, syscall.SIGTERM, os.Interrupt)
+	defer stopSignals()
+	// Logged before Serve so that it is the first line: the kernel already
+	// queues connections on lis, and nothing else can log before a call.
+	logger.Info("serving gRPC", "address", lis.Addr().String())
+	served := make(chan error, 1)
+	go func() { served <- srv.Serve(lis) }()
+
+	select {
+	case err := <-served:
+		logger.Error("serving failed", "error", err)
+		return 1
+	case <-ctx.Done():
+	}
+	// Restore default signal handling: a second signal kills the process.
+	stopSignals()
+	logger.Info("shutting down", "timeout", *shutdownTimeout)
+
+	drained := make(chan struct{})
+	go func() {
+		srv.GracefulStop()
+		close(drained)
+	}()
+	timer := time.NewTimer(*shutdownTimeout)
+	defer timer.Stop()
+	select {
+	case <-drained:
+	case <-timer.C:
+		logger.Warn("in-flight calls did not finish in time; closing connections")
+		srv.Stop()
+		<-drained
+	}
+	if err := <-served; err != nil {
+		logger.Error("serving failed", "error", err)
+		return 1
+	}
+	logger.Info("stopped")
+	return 0
+}

@@ -1,0 +1,51 @@
+package main
+
+import (
+	"fmt"
+	"runtime"
+	"runtime/debug"
+)
+
+// version is set at build time with -ldflags "-X main.version=v1.2.3";
+// without it the module version and VCS revision Go recorded are used.
+var version = ""
+
+func runVersion(args []string, io stdio) int {
+	fs := newFlagSet("version", "tributary version", io.err)
+	if code, ok := parseFlags(fs, args); !ok {
+		return code
+	}
+	fmt.Fprintf(io.out, "tributary %s\n", versionString())
+	return 0
+}
+
+// versionString gives "v1.2.3 (revision abcdef0, go1.26.8)", leaving out
+// what is unknown.
+func versionString() string {
+	v, revision, modified := version, "", false
+	if info, ok := debug.ReadBuildInfo(); ok {
+		if v == "" {
+			v = info.Main.Version
+		}
+		for _, s := range info.Settings {
+			switch s.Key {
+			case "vcs.revision":
+				revision = s.Value
+			case "vcs.modified":
+				modified = s.Value == "true"
+			}
+		}
+	}
+	if v == "" {
+		v = "(devel)"
+	}
+	details := ""
+	if revision != "" {
+		details = "revision " + revision[:min(len(revision), 12)]
+		if modified {
+			details += "+dirty"
+		}
+		details += ", "
+	}
+	return fmt.Sprintf("%s (%s%s)", v, details, runtime.Version())
+}

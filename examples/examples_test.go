@@ -1,0 +1,76 @@
+// Package examples_test keeps the examples honest: the gRPC request in
+// translate-request.json must be exactly the objects of extauth.yaml, so the
+// grpcurl and the command-line walkthroughs show the same translation.
+package examples_test
+
+import (
+	"bytes"
+	"encoding/json"
+	"flag"
+	"os"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	"google.golang.org/protobuf/encoding/protojson"
+	"google.golang.org/protobuf/testing/protocmp"
+
+	"github.com/tributary-dev/tributary/client/contour"
+	tributaryv1 "github.com/tributary-dev/tributary/gen/go/tributary/v1"
+	"github.com/tributary-dev/tributary/manifest"
+)
+
+var update = flag.Bool("update", false, "rewrite translate-request.json from extauth.yaml")
+
+// requestFromManifests builds the TranslateRequest `tributary translate`
+// would send for the manifests at path.
+func requestFromManifests(t *testing.T, path string) *tributaryv1.TranslateRequest {
+	t.Helper()
+	m, err := manifest.Read([]string{path}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(m.Skipped) > 0 {
+		t.Fatalf("%s has objects translation does not read: %v", path, m.Skipped)
+	}
+	req := &tributaryv1.TranslateRequest{}
+	for _, o := range m.Objects {
+		obj, ok := contour.Object(o.Object)
+		if !ok {
+			t.Fatalf("%s: cannot convert %T", o.Position, o.Object)
+		}
+		req.Objects = append(req.Objects, obj)
+	}
+	return req
+}
+
+func TestTranslateRequestMatchesManifests(t *testing.T) {
+	fromYAML := requestFromManifests(t, "extauth.yaml")
+	if *update {
+		j, err := protojson.Marshal(fromYAML)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var out bytes.Buffer
+		if err := json.Indent(&out, j, "", "  "); err != nil {
+			t.Fatal(err)
+		}
+		out.WriteByte('\n')
+		if err := os.WriteFile("translate-request.json", out.Bytes(), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	data, err := os.ReadFile("translate-request.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	fromJSON := &tributaryv1.TranslateRequest{}
+	// Unknown fields are errors (protojson's default), so a typo in the
+	// JSON cannot hide behind a field the diff never sees.
+	if err := protojson.Unmarshal(data, fromJSON); err != nil {
+		t.Fatalf("translate-request.json: %v", err)
+	}
+	if d := cmp.Diff(fromYAML, fromJSON, protocmp.Transform()); d != "" {
+		t.Errorf("translate-request.json and extauth.yaml differ (-yaml +json); run go test ./examples -update:\n%s", d)
+	}
+}
