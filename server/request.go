@@ -122,15 +122,26 @@ func decodeCircuitBreakers(pb *tributaryv1.CircuitBreakers) *source.CircuitBreak
 // kind describes one case of the KubernetesObject oneof, for messages
 // ("EndpointSlice") and field paths ("endpointSlice").
 type kind struct {
+	id          int
 	name, field string
 }
 
+// Kind ids index per-kind tables.
+const (
+	idExtensionService = iota
+	idService
+	idEndpointSlice
+	idSecret
+	idTLSCertificateDelegation
+	numKinds
+)
+
 var (
-	kindExtensionService         = kind{"ExtensionService", "extensionService"}
-	kindService                  = kind{"Service", "service"}
-	kindEndpointSlice            = kind{"EndpointSlice", "endpointSlice"}
-	kindSecret                   = kind{"Secret", "secret"}
-	kindTLSCertificateDelegation = kind{"TLSCertificateDelegation", "tlsCertificateDelegation"}
+	kindExtensionService         = kind{idExtensionService, "ExtensionService", "extensionService"}
+	kindService                  = kind{idService, "Service", "service"}
+	kindEndpointSlice            = kind{idEndpointSlice, "EndpointSlice", "endpointSlice"}
+	kindSecret                   = kind{idSecret, "Secret", "secret"}
+	kindTLSCertificateDelegation = kind{idTLSCertificateDelegation, "TLSCertificateDelegation", "tlsCertificateDelegation"}
 )
 
 // objectRef locates one object of the request in messages. Its strings are
@@ -199,9 +210,9 @@ type decoder struct {
 	endpoints       []source.Endpoint
 	endpointPorts   []source.EndpointPort
 	certDelegations []source.CertificateDelegation
-	// seen maps each kind's namespace/name to the index of the object that
-	// first used it.
-	seen map[kind]map[source.NamespacedName]int
+	// seen maps, per kind id, each namespace/name to the index of the
+	// object that first used it.
+	seen [numKinds]map[source.NamespacedName]int
 }
 
 // carve returns the next n elements of *backing with their capacity capped,
@@ -230,12 +241,12 @@ func decodeObjects(objects []*tributaryv1.KubernetesObject, p *problems) *source
 		endpoints:       make([]source.Endpoint, n.endpoints),
 		endpointPorts:   make([]source.EndpointPort, n.endpointPorts),
 		certDelegations: make([]source.CertificateDelegation, n.certDelegations),
-		seen: map[kind]map[source.NamespacedName]int{
-			kindExtensionService:         make(map[source.NamespacedName]int, n.extensionServices),
-			kindService:                  make(map[source.NamespacedName]int, n.services),
-			kindEndpointSlice:            make(map[source.NamespacedName]int, n.endpointSlices),
-			kindSecret:                   make(map[source.NamespacedName]int, n.secrets),
-			kindTLSCertificateDelegation: make(map[source.NamespacedName]int, n.delegations),
+		seen: [numKinds]map[source.NamespacedName]int{
+			idExtensionService:         make(map[source.NamespacedName]int, n.extensionServices),
+			idService:                  make(map[source.NamespacedName]int, n.services),
+			idEndpointSlice:            make(map[source.NamespacedName]int, n.endpointSlices),
+			idSecret:                   make(map[source.NamespacedName]int, n.secrets),
+			idTLSCertificateDelegation: make(map[source.NamespacedName]int, n.delegations),
 		},
 	}
 	for i, o := range objects {
@@ -286,7 +297,7 @@ func (d *decoder) meta(ref objectRef, p *problems) source.Meta {
 	meta := source.Meta{Namespace: m.GetNamespace(), Name: m.GetName(), Generation: m.GetGeneration(), Labels: m.GetLabels()}
 	if ok {
 		key := source.NamespacedName{Namespace: meta.Namespace, Name: meta.Name}
-		seen := d.seen[ref.kind]
+		seen := d.seen[ref.kind.id]
 		if first, dup := seen[key]; dup {
 			ref.report(p, "metadata.name", ReasonDuplicate, fmt.Sprintf("duplicates objects[%d]: two %ss have the same namespace and name", first, ref.kind.name))
 		} else {

@@ -418,3 +418,27 @@ func TestTranslateHonoursCancellation(t *testing.T) {
 		t.Errorf("got %v, want DeadlineExceeded", err)
 	}
 }
+
+// BenchmarkDecodeRequest decodes two million endpoints in 20,000 slices of
+// 100, the scale the API is sized for. Allocations grow with the number of
+// objects, not endpoints.
+func BenchmarkDecodeRequest(b *testing.B) {
+	req := &tributaryv1.TranslateRequest{}
+	for s := range 20_000 {
+		var endpoints []*tributaryv1.Endpoint
+		for e := range 100 {
+			endpoints = append(endpoints, &tributaryv1.Endpoint{
+				Addresses:  []string{fmt.Sprintf("10.%d.%d.%d", s/256, s%256, e)},
+				Conditions: &tributaryv1.EndpointConditions{Ready: proto.Bool(true)},
+			})
+		}
+		req.Objects = append(req.Objects, endpointSliceObject(sliceMeta("ns", fmt.Sprintf("svc-%d-x", s), fmt.Sprintf("svc-%d", s)),
+			[]*tributaryv1.EndpointPort{tcpPort("grpc", 9000)}, endpoints...))
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, _, err := decodeRequest(req); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

@@ -12,8 +12,10 @@ import (
 	"runtime/debug"
 	"time"
 
+	"github.com/grpc-ecosystem/go-grpc-middleware/v2/interceptors"
 	"github.com/grpc-ecosystem/go-grpc-middleware/v2/interceptors/logging"
 	"github.com/grpc-ecosystem/go-grpc-middleware/v2/interceptors/recovery"
+	"github.com/grpc-ecosystem/go-grpc-middleware/v2/interceptors/selector"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/health"
@@ -97,11 +99,11 @@ func newGRPCServer(opts Options, translation tributaryv1.TranslationServiceServe
 		grpc.KeepaliveEnforcementPolicy(keepalivePolicy),
 		// Logging is outermost so it reports the code recovery produced.
 		grpc.ChainUnaryInterceptor(
-			logging.UnaryServerInterceptor(slogAdapter(logger)),
+			selector.UnaryServerInterceptor(logging.UnaryServerInterceptor(slogAdapter(logger), logOnFinish), selector.MatchFunc(worthLogging)),
 			recovery.UnaryServerInterceptor(recovery.WithRecoveryHandlerContext(recoverPanic(logger))),
 		),
 		grpc.ChainStreamInterceptor(
-			logging.StreamServerInterceptor(slogAdapter(logger)),
+			selector.StreamServerInterceptor(logging.StreamServerInterceptor(slogAdapter(logger), logOnFinish), selector.MatchFunc(worthLogging)),
 			recovery.StreamServerInterceptor(recovery.WithRecoveryHandlerContext(recoverPanic(logger))),
 		),
 	)
@@ -121,6 +123,16 @@ func orDefault(v, def int) int {
 		return def
 	}
 	return v
+}
+
+// logOnFinish logs one line per call, when it ends: its code, error and
+// duration are what an operator needs; a start line would double the volume.
+var logOnFinish = logging.WithLogOnEvents(logging.FinishCall)
+
+// worthLogging leaves health checks out of the call log: load balancers and
+// kubelets probe every few seconds, which would bury the translations.
+func worthLogging(_ context.Context, call interceptors.CallMeta) bool {
+	return call.Service != healthpb.Health_ServiceDesc.ServiceName
 }
 
 // slogAdapter lets the logging interceptors write to a *slog.Logger.

@@ -190,3 +190,26 @@ func TestMessageSizeLimits(t *testing.T) {
 		}
 	})
 }
+
+// TestCallLog: each call gives one log line when it ends, with its code;
+// health checks give none.
+func TestCallLog(t *testing.T) {
+	var logs logBuffer
+	conn := dialBufconn(t, NewGRPCServer(Options{Logger: slog.New(slog.NewTextHandler(&logs, nil))}))
+	if _, err := healthpb.NewHealthClient(conn).Check(t.Context(), &healthpb.HealthCheckRequest{}); err != nil {
+		t.Fatalf("Check: %v", err)
+	}
+	_, err := tributaryv1.NewTranslationServiceClient(conn).Translate(t.Context(), &tributaryv1.TranslateRequest{Settings: &tributaryv1.Settings{ConnectTimeout: "x"}})
+	if status.Code(err) != codes.InvalidArgument {
+		t.Fatalf("Translate: got %v, want InvalidArgument", err)
+	}
+	lines := strings.Split(strings.TrimSuffix(logs.String(), "\n"), "\n")
+	if len(lines) != 1 {
+		t.Fatalf("got %d log lines, want 1:\n%s", len(lines), logs.String())
+	}
+	for _, want := range []string{"level=INFO", `msg="finished call"`, "grpc.service=tributary.v1.TranslationService", "grpc.method=Translate", "grpc.code=InvalidArgument"} {
+		if !strings.Contains(lines[0], want) {
+			t.Errorf("log line lacks %q:\n%s", want, lines[0])
+		}
+	}
+}
