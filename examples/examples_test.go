@@ -74,3 +74,19 @@ func TestTranslateRequestMatchesManifests(t *testing.T) {
 		t.Errorf("translate-request.json and extauth.yaml differ (-yaml +json); run go test ./examples -update:\n%s", d)
 	}
 }
+
+// TestGoldenCaseIsTheExample keeps the golden case that pins the example's
+// output on exactly the example's input.
+func TestGoldenCaseIsTheExample(t *testing.T) {
+	example, err := os.ReadFile("extauth.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	golden, err := os.ReadFile("../testdata/golden/extauth-example/input.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(example, golden) {
+		t.Error("testdata/golden/extauth-example/input.yaml differs from examples/extauth.yaml: copy it over and rerun the golden test with -update")
+	}
+}
