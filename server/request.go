@@ -27,6 +27,10 @@ const (
 	ReasonInvalidCharacters = "INVALID_CHARACTERS"
 )
 
+// maxAuthorityLen is the longest HTTP authority Envoy accepts in
+// GrpcService.EnvoyGrpc.authority (its validation rules say 16384 bytes).
+const maxAuthorityLen = 16384
+
 // maxReportedViolations bounds the field violations one error carries: a
 // request with two million broken endpoints must not produce an error larger
 // than the request. The status message still counts every problem.
@@ -69,6 +73,8 @@ func decodeSettings(pb *tributaryv1.Settings, p *problems) source.Settings {
 		// control character keeps the stream and the logs readable.
 		if bad := badText(name); bad != "" {
 			p.add("settings.xdsClusterName", ReasonInvalidCharacters, fmt.Sprintf("settings.xdsClusterName %s %s", quote(name), bad))
+		} else if len(name) > maxAuthorityLen {
+			p.add("settings.xdsClusterName", ReasonOutOfRange, fmt.Sprintf("settings.xdsClusterName is %d bytes long; Envoy takes at most %d in an HTTP authority", len(name), maxAuthorityLen))
 		}
 		s.XDSClusterName = name
 	}

@@ -182,6 +182,11 @@ func TestDecodeRequestRejects(t *testing.T) {
 		wantMsg: `settings.xdsClusterName "contour\nx" contains a control character`,
 		want:    []violation{{"settings.xdsClusterName", ReasonInvalidCharacters, `settings.xdsClusterName "contour\nx" contains a control character`}},
 	}, {
+		name:    "xDS cluster name too long for an authority",
+		req:     &tributaryv1.TranslateRequest{Settings: &tributaryv1.Settings{XdsClusterName: strings.Repeat("c", maxAuthorityLen+1)}},
+		wantMsg: `settings.xdsClusterName is 16385 bytes long; Envoy takes at most 16384 in an HTTP authority`,
+		want:    []violation{{"settings.xdsClusterName", ReasonOutOfRange, `settings.xdsClusterName is 16385 bytes long; Envoy takes at most 16384 in an HTTP authority`}},
+	}, {
 		name: "every problem is reported, settings first",
 		req: &tributaryv1.TranslateRequest{
 			Settings: &tributaryv1.Settings{ConnectTimeout: "5 seconds"},
