@@ -75,10 +75,13 @@ type Options struct {
 // standard health service (grpc.health.v1, SERVING for "" and for
 // tributary.v1.TranslationService) and server reflection (v1 and v1alpha,
 // which also describes the Envoy resource types inside the responses' Any
-// fields). Every call is logged; a panicking handler becomes an Internal
-// error, with the panic and its stack logged, and the server keeps serving.
-// The caller owns the server: Serve it on a listener, then Stop or
-// GracefulStop it.
+// fields). Every call but health checks is logged when it ends; a panicking
+// handler becomes an Internal error, with the panic and its stack logged,
+// and the server keeps serving.
+//
+// The caller owns the server: Serve it on a listener, then stop it. Health
+// Watch and reflection streams stay open until their clients leave, so bound
+// GracefulStop with a timeout and fall back to Stop.
 func NewGRPCServer(opts Options) *grpc.Server {
 	return newGRPCServer(opts, NewTranslationService())
 }
