@@ -401,6 +401,16 @@ func TestBuildConditions(t *testing.T) {
 				policyErr+`invalid CA Secret "ext/key": invalid CA certificate bundle: unexpected block type 'PRIVATE KEY'`)},
 		},
 		{
+			name: "CA bundle with a block type that is not UTF-8",
+			objs: func(o *source.Objects) {
+				o.Secrets = append(o.Secrets, source.Secret{Meta: source.Meta{Namespace: xtNS, Name: "latin1"}, Type: "Opaque",
+					CACrt: pem.EncodeToMemory(&pem.Block{Type: "CL\xc9", Bytes: []byte{1}})})
+			},
+			spec: source.ExtensionServiceSpec{Services: xtTarget, Validation: validation("latin1")},
+			wantErrors: []SubCondition{specErr(ReasonTLSUpstreamValidation,
+				policyErr+`invalid CA Secret "ext/latin1": invalid CA certificate bundle: unexpected block type `+"'CL\uFFFD'")},
+		},
+		{
 			name: "CA bundle with a broken PEM block",
 			objs: func(o *source.Objects) {
 				o.Secrets = append(o.Secrets, source.Secret{Meta: source.Meta{Namespace: xtNS, Name: "broken"}, Type: "Opaque",
@@ -437,6 +447,12 @@ func TestBuildConditions(t *testing.T) {
 			spec: source.ExtensionServiceSpec{Services: xtTarget, Validation: &source.UpstreamValidation{CASecret: "ca", SubjectName: strings.Repeat("a", 256)}},
 			wantErrors: []SubCondition{specErr(ReasonTLSUpstreamValidation,
 				policyErr+`subject name "`+strings.Repeat("a", 256)+`" is 256 bytes long, but as the SNI it must be at most 255 bytes`)},
+		},
+		{
+			name: "subjectName not UTF-8 is reported before the mismatch",
+			spec: source.ExtensionServiceSpec{Services: xtTarget, Validation: &source.UpstreamValidation{CASecret: "ca", SubjectName: "\xff", SubjectNames: []string{"a"}}},
+			wantErrors: []SubCondition{specErr(ReasonTLSUpstreamValidation,
+				policyErr+`subject name "\xff" is not valid UTF-8`)},
 		},
 		{
 			name: "subject name not UTF-8",

@@ -139,19 +139,20 @@ func (b *Builder) lookupUpstreamValidation(v *source.UpstreamValidation, namespa
 	if v.SubjectName == "" {
 		return upstreamValidation{}, errors.New("missing subject alternative name")
 	}
+	// Contour leaves UTF-8 to the API server; here invalid UTF-8 would make
+	// a Cluster (and a status message) that protobuf cannot encode.
+	for _, n := range append([]string{v.SubjectName}, v.SubjectNames...) {
+		if !utf8.ValidString(n) {
+			return upstreamValidation{}, fmt.Errorf("subject name %q is not valid UTF-8", n)
+		}
+	}
 	names := v.SubjectNames
 	if len(names) == 0 {
 		names = []string{v.SubjectName}
 	} else if names[0] != v.SubjectName {
 		return upstreamValidation{}, fmt.Errorf("first entry of SubjectNames (%s) does not match SubjectName (%s)", names[0], v.SubjectName)
 	}
-	// What follows Contour leaves to its CRD or to Envoy; here it would
-	// otherwise yield a Cluster that Envoy or protobuf refuses.
-	for _, n := range names {
-		if !utf8.ValidString(n) {
-			return upstreamValidation{}, fmt.Errorf("subject name %q is not valid UTF-8", n)
-		}
-	}
+	// Contour leaves the SNI limit to Envoy, which would refuse the Cluster.
 	if len(names[0]) > maxSNIBytes {
 		return upstreamValidation{}, fmt.Errorf("subject name %q is %d bytes long, but as the SNI it must be at most %d bytes", names[0], len(names[0]), maxSNIBytes)
 	}
@@ -256,7 +257,9 @@ func eachPEMCertificate(data []byte, check func(*x509.Certificate, int) error) e
 			return errors.New("failed to parse PEM block")
 		}
 		if block.Type != "CERTIFICATE" {
-			return fmt.Errorf("unexpected block type '%s'", block.Type)
+			// The type comes from Secret bytes, which need not be UTF-8;
+			// a status message must be.
+			return fmt.Errorf("unexpected block type '%s'", strings.ToValidUTF8(block.Type, "\uFFFD"))
 		}
 		cert, err := x509.ParseCertificate(block.Bytes)
 		if err != nil {
