@@ -793,3 +793,20 @@ func TestParseTimeout(t *testing.T) {
 		}
 	}
 }
+
+// BenchmarkBuildTLS measures one ExtensionService with validation and a
+// client certificate, whose Secrets are parsed on every Build.
+func BenchmarkBuildTLS(b *testing.B) {
+	objs := xtWorld(b)
+	objs.ExtensionServices = []source.ExtensionService{{
+		Meta: source.Meta{Namespace: xtNS, Name: "authz"},
+		Spec: source.ExtensionServiceSpec{Services: xtTarget, Validation: &source.UpstreamValidation{CASecret: "ca", SubjectName: "authz"}},
+	}}
+	builder := NewBuilder(NewIndex(&objs), source.Settings{ClientCertificate: &source.NamespacedName{Namespace: xtNS, Name: "client"}})
+	b.ReportAllocs()
+	for b.Loop() {
+		if ec, _ := builder.Build(&objs.ExtensionServices[0]); ec == nil {
+			b.Fatal("invalid")
+		}
+	}
+}
