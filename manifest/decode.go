@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"regexp"
 	"strconv"
@@ -32,17 +33,21 @@ func (d document) empty() bool {
 
 // splitDocuments cuts a file into documents. A file whose first character is
 // '{' or '[' is a JSON stream (one or more values, as `kubectl get -o json`
-// or jq print them); anything else is YAML, documents separated by "---".
-// A document that fails to parse ends the split.
-func splitDocuments(data []byte) ([]document, error) {
+// or jq print them), unless its first value is not JSON at all, in which case
+// it is YAML written in flow style; anything else is YAML, documents
+// separated by "---". A document that fails to parse ends the split.
+func splitDocuments(data []byte) []document {
 	data = bytes.TrimPrefix(data, []byte("\xef\xbb\xbf"))
 	trimmed := bytes.TrimSpace(data)
 	if len(trimmed) > 0 && (trimmed[0] == '{' || trimmed[0] == '[') {
-		return splitJSON(trimmed), nil
+		if docs := splitJSON(data); len(docs) > 1 || docs[0].err == nil {
+			return docs
+		}
 	}
 	return splitYAML(data)
 }
 
+// splitJSON returns at least one document for non-blank data.
 func splitJSON(data []byte) []document {
 	var docs []document
 	dec := json.NewDecoder(bytes.NewReader(data))
@@ -53,24 +58,24 @@ func splitJSON(data []byte) []document {
 			return docs
 		}
 		if err != nil {
-			return append(docs, document{err: jsonSyntax(err)})
+			return append(docs, document{err: jsonSyntax(err, data)})
 		}
 		docs = append(docs, document{json: raw})
 	}
 }
 
-func splitYAML(data []byte) ([]document, error) {
+func splitYAML(data []byte) []document {
 	var docs []document
 	for _, chunk := range yamlChunks(data) {
 		// Strict conversion rejects a key given twice in one mapping, which
 		// plain YAML parsers resolve by keeping one of them silently.
 		j, err := yaml.YAMLToJSONStrict(chunk.text)
 		if err != nil {
-			return append(docs, document{err: yamlSyntax(err, chunk.firstLine)}), nil
+			return append(docs, document{err: yamlSyntax(err, chunk.firstLine)})
 		}
 		docs = append(docs, document{json: j})
 	}
-	return docs, nil
+	return docs
 }
 
 // yamlChunk is the text of one YAML document and the line of the file it
@@ -130,8 +135,17 @@ func yamlSyntax(err error, firstLine int) error {
 	return errors.New("invalid YAML: " + msg)
 }
 
-func jsonSyntax(err error) error {
-	return errors.New("invalid JSON: " + err.Error())
+// jsonSyntax gives the line of data a JSON syntax error is on.
+func jsonSyntax(err error, data []byte) error {
+	var syntax *json.SyntaxError
+	switch {
+	case errors.As(err, &syntax):
+		line := 1 + bytes.Count(data[:min(int(syntax.Offset), len(data))], []byte("\n"))
+		return fmt.Errorf("invalid JSON: line %d: %s", line, syntax.Error())
+	case errors.Is(err, io.ErrUnexpectedEOF):
+		return errors.New("invalid JSON: unexpected end of input")
+	}
+	return fmt.Errorf("invalid JSON: %w", err)
 }
 
 // UnmarshalStrict decodes one YAML (or JSON) document into v with the same

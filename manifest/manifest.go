@@ -181,10 +181,7 @@ func (m *Manifests) decode(name string, r io.Reader) error {
 	if err != nil {
 		return fmt.Errorf("%s: %w", name, err)
 	}
-	docs, err := splitDocuments(data)
-	if err != nil {
-		return fmt.Errorf("%s: %w", name, err)
-	}
+	docs := splitDocuments(data)
 	n := 0
 	for _, doc := range docs {
 		if doc.empty() {

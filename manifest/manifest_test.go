@@ -222,7 +222,17 @@ items:
 	}, {
 		name:    "broken JSON after a good document",
 		in:      `{"apiVersion": "v1", "kind": "Service", "metadata": {"name": "a"}} {"apiVersion": `,
-		wantErr: `in: document 2: invalid JSON: unexpected EOF`,
+		wantErr: `in: document 2: invalid JSON: unexpected end of input`,
+	}, {
+		name:    "a JSON syntax error names its line",
+		in:      "{\"apiVersion\": \"v1\", \"kind\": \"Service\", \"metadata\": {\"name\": \"a\"}}\n{\"apiVersion\": \"v1\",\n \"kind\" \"Service\"}",
+		wantErr: `in: document 2: invalid JSON: line 3: invalid character '"' after object key`,
+	}, {
+		name: "YAML in flow style is not mistaken for JSON",
+		in:   "{apiVersion: v1, kind: Service, metadata: {namespace: a, name: flow}}\n",
+		wantObjects: []Object{
+			{at("in", 1, -1), &core_v1.Service{TypeMeta: typeMetaOf("v1", "Service"), ObjectMeta: meta_v1.ObjectMeta{Namespace: "a", Name: "flow"}}},
+		},
 	}, {
 		name: "only comments",
 		in:   "# nothing here\n---\n# nor here\n",
