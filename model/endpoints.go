@@ -2,6 +2,7 @@ package model
 
 import (
 	"cmp"
+	"encoding/binary"
 	"fmt"
 	"math"
 	"net/netip"
@@ -43,15 +44,18 @@ type endpointScratch struct {
 	// spec order.
 	targets []uniqueTarget
 	// candidates holds the endpoints of every target, each target's run
-	// sorted and then compacted in place.
+	// sorted and then compacted in place; texts holds their spellings.
 	candidates []candidate
+	texts      []string
 	// endpoints is what the Localities' Endpoints slices point into.
 	endpoints  []Endpoint
 	localities []Locality
 	// slices and ports hold one target's EndpointSlices (in name order) and
 	// one slice's matching port numbers.
 	slices []*source.EndpointSlice
-	ports  []uint32
+	ports  []uint16
+	// keys is where sortCandidates packs IPv4 candidates.
+	keys []uint64
 }
 
 // uniqueTarget is one distinct Service port with the summed weight of every
@@ -64,27 +68,62 @@ type uniqueTarget struct {
 	start, end int
 }
 
-// candidate is one address:port of a target. text is the address as the
-// EndpointSlice spelled it: Endpoint.Address references it, so no address
-// string is ever copied.
+// candidate is one address:port of a target, reduced to numbers so that
+// sorting millions of them moves no pointers (and so triggers no write
+// barriers): the address as netip.Addr.As16 gives its 128 bits, split in
+// two, and text, the index in endpointScratch.texts of the address as the
+// EndpointSlice spelled it. Endpoint.Address references that spelling, so
+// no address string is ever copied.
 type candidate struct {
-	addr netip.Addr
-	port uint32
-	text string
+	hi, lo uint64
+	port   uint16
+	v6     bool
+	text   uint32
 }
 
-// compareCandidates orders by address as IPs (IPv4 before IPv6), then port.
-// The spelling breaks ties between equal IPv6 addresses written differently,
-// so which spelling survives deduplication does not depend on input order.
-func compareCandidates(a, b candidate) int {
-	if c := a.addr.Compare(b.addr); c != 0 {
-		return c
+func newCandidate(addr netip.Addr, port uint16, text uint32) candidate {
+	b := addr.As16()
+	return candidate{
+		hi: binary.BigEndian.Uint64(b[:8]), lo: binary.BigEndian.Uint64(b[8:]),
+		port: port, v6: !addr.Is4(), text: text,
 	}
-	return cmp.Or(cmp.Compare(a.port, b.port), strings.Compare(a.text, b.text))
+}
+
+// newCandidate4 is newCandidate for the IPv4 address v4 (big-endian bits).
+func newCandidate4(v4 uint32, port uint16, text uint32) candidate {
+	return candidate{lo: 0xffff<<32 | uint64(v4), port: port, text: text}
+}
+
+// addrPort gives the candidate back as an IP and port.
+func (c candidate) addrPort() netip.AddrPort {
+	var b [16]byte
+	binary.BigEndian.PutUint64(b[:8], c.hi)
+	binary.BigEndian.PutUint64(b[8:], c.lo)
+	addr := netip.AddrFrom16(b)
+	if !c.v6 {
+		addr = addr.Unmap()
+	}
+	return netip.AddrPortFrom(addr, c.port)
+}
+
+// compareCandidates orders by address as netip.Addr.Compare does (IPv4
+// before IPv6, then numerically), then port. Among equal address:ports the
+// first spelling met wins; slices are visited in name order, so which one
+// survives deduplication does not depend on the order of the input.
+func compareCandidates(a, b candidate) int {
+	if a.v6 != b.v6 {
+		if b.v6 {
+			return -1
+		}
+		return 1
+	}
+	return cmp.Or(cmp.Compare(a.hi, b.hi), cmp.Compare(a.lo, b.lo), cmp.Compare(a.port, b.port), cmp.Compare(a.text, b.text))
 }
 
 // sameSocket reports whether two candidates name the same address:port.
-func sameSocket(a, b candidate) bool { return a.port == b.port && a.addr == b.addr }
+func sameSocket(a, b candidate) bool {
+	return a.lo == b.lo && a.port == b.port && a.hi == b.hi && a.v6 == b.v6
+}
 
 // buildLocalities turns resolved targets into Localities, recording weight
 // and endpoint problems on cond: one Locality per distinct Service port that
@@ -128,7 +167,7 @@ targets:
 		s.targets = append(s.targets, uniqueTarget{service: t.service, port: t.port, weight: t.weight})
 	}
 
-	s.candidates = s.candidates[:0]
+	s.candidates, s.texts = s.candidates[:0], s.texts[:0]
 	for i := range s.targets {
 		b.collectEndpoints(namespace, &s.targets[i], i, cond)
 	}
@@ -146,7 +185,7 @@ targets:
 		}
 		eps := s.endpoints[u.start:u.end:u.end]
 		for j, c := range s.candidates[u.start:u.end] {
-			eps[j] = Endpoint{Address: c.text, Port: c.port}
+			eps[j] = Endpoint{Address: s.texts[c.text], Port: uint32(c.port)}
 		}
 		weight := u.weight
 		if unweighted {
@@ -177,7 +216,7 @@ targets:
 // address:port an earlier target already holds, and records the run.
 func (b *Builder) collectEndpoints(namespace string, u *uniqueTarget, i int, cond *Condition) {
 	s := &b.scratch
-	start := len(s.candidates)
+	start, firstText := len(s.candidates), len(s.texts)
 
 	// Slices arrive in input order; walking them by name keeps the order of
 	// the warnings (and the surviving spelling of an address) independent
@@ -187,12 +226,12 @@ func (b *Builder) collectEndpoints(namespace string, u *uniqueTarget, i int, con
 		slices.SortFunc(s.slices, func(a, b *source.EndpointSlice) int { return strings.Compare(a.Name, b.Name) })
 	}
 	for _, es := range s.slices {
-		s.candidates = b.appendSliceEndpoints(s.candidates, es, u.port.Name, cond)
+		b.appendSliceEndpoints(es, u.port.Name, cond)
 	}
 	clear(s.slices) // drop the pointers so the scratch keeps no input alive
 
 	run := s.candidates[start:]
-	slices.SortFunc(run, compareCandidates)
+	s.sortCandidates(run, uint32(firstText))
 	run = slices.CompactFunc(run, sameSocket)
 
 	// An address:port in two localities makes proxyless gRPC clients reject
@@ -220,18 +259,40 @@ func (b *Builder) collectEndpoints(namespace string, u *uniqueTarget, i int, con
 	if dropped > 0 {
 		cond.AddWarning(SubConditionService, ReasonDuplicateEndpoint, fmt.Sprintf(
 			"%d endpoint(s) of port %d of Service %q, first %s, already belong to an earlier Service in spec.services and are left out of this one",
-			dropped, u.port.Port, namespace+"/"+u.service.Name, netip.AddrPortFrom(firstDropped.addr, uint16(firstDropped.port))))
+			dropped, u.port.Port, namespace+"/"+u.service.Name, firstDropped.addrPort()))
 	}
 
 	s.candidates = s.candidates[:start+len(run)]
 	u.start, u.end = start, len(s.candidates)
 }
 
-// appendSliceEndpoints appends to dst every ready endpoint of es on every
+// sortCandidates sorts run by compareCandidates. The texts of run's
+// candidates start at index firstText.
+//
+// Most clusters are IPv4 only, and then an address, a port and a spelling
+// index relative to firstText fit one uint64 whose numeric order is
+// compareCandidates' order: sorting those plain integers is several times
+// faster than sorting structs through a comparison function.
+func (s *endpointScratch) sortCandidates(run []candidate, firstText uint32) {
+	if len(s.texts)-int(firstText) > 1<<16 || slices.ContainsFunc(run, func(c candidate) bool { return c.v6 }) {
+		slices.SortFunc(run, compareCandidates)
+		return
+	}
+	s.keys = s.keys[:0]
+	for _, c := range run {
+		s.keys = append(s.keys, uint64(uint32(c.lo))<<32|uint64(c.port)<<16|uint64(c.text-firstText))
+	}
+	slices.Sort(s.keys)
+	for i, k := range s.keys {
+		run[i] = newCandidate4(uint32(k>>32), uint16(k>>16), firstText+uint32(k&0xffff))
+	}
+}
+
+// appendSliceEndpoints appends to the scratch candidates every ready endpoint of es on every
 // slice port matching the Service port named portName ("" for an unnamed
 // port, which matches every TCP port). Endpoints and ports Envoy could not
 // take are skipped with at most one warning each per slice.
-func (b *Builder) appendSliceEndpoints(dst []candidate, es *source.EndpointSlice, portName string, cond *Condition) []candidate {
+func (b *Builder) appendSliceEndpoints(es *source.EndpointSlice, portName string, cond *Condition) {
 	var is4 bool
 	switch es.AddressType {
 	case "IPv4":
@@ -239,7 +300,7 @@ func (b *Builder) appendSliceEndpoints(dst []candidate, es *source.EndpointSlice
 	case "IPv6":
 	default:
 		// FQDN slices name hosts, which EDS cannot carry.
-		return dst
+		return
 	}
 
 	s := &b.scratch
@@ -258,14 +319,14 @@ func (b *Builder) appendSliceEndpoints(dst []candidate, es *source.EndpointSlice
 			}
 			continue
 		}
-		s.ports = append(s.ports, uint32(*p.Port))
+		s.ports = append(s.ports, uint16(*p.Port))
 	}
 	if hasBadPort {
 		cond.AddWarning(SubConditionService, ReasonInvalidEndpointPort, fmt.Sprintf(
 			"EndpointSlice %q has port %d, outside 1-65535; it is skipped", es.Namespace+"/"+es.Name, badPort))
 	}
 	if len(s.ports) == 0 {
-		return dst
+		return
 	}
 
 	bad, firstBad := 0, ""
@@ -284,8 +345,10 @@ func (b *Builder) appendSliceEndpoints(dst []candidate, es *source.EndpointSlice
 			bad++
 			continue
 		}
+		idx := uint32(len(s.texts))
+		s.texts = append(s.texts, text)
 		for _, port := range s.ports {
-			dst = append(dst, candidate{addr: addr, port: port, text: text})
+			s.candidates = append(s.candidates, newCandidate(addr, port, idx))
 		}
 	}
 	if bad > 0 {
@@ -297,5 +360,4 @@ func (b *Builder) appendSliceEndpoints(dst []candidate, es *source.EndpointSlice
 			"EndpointSlice %q has %d address(es) that are not valid %s addresses, first %q; they are skipped",
 			es.Namespace+"/"+es.Name, bad, family, firstBad))
 	}
-	return dst
 }

@@ -2,7 +2,10 @@ package model
 
 import (
 	"fmt"
+	"maps"
 	"math"
+	"net/netip"
+	"slices"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -458,5 +461,49 @@ func TestBuildLocalitiesAllocations(t *testing.T) {
 	})
 	if allocs > 2 {
 		t.Errorf("buildLocalities allocates %v times per call once warm, want at most 2 (the SubZones)", allocs)
+	}
+}
+
+// TestBuildLocalitiesOrdersLargeTargets checks ordering and deduplication on
+// targets large enough to matter, on both sorting paths (packed IPv4 keys,
+// and the general one that more than 65536 spellings force), against an
+// order computed independently with netip.
+func TestBuildLocalitiesOrdersLargeTargets(t *testing.T) {
+	for _, n := range []int{5000, 70000} {
+		t.Run(fmt.Sprint(n), func(t *testing.T) {
+			var endpoints []source.Endpoint
+			want := map[netip.AddrPort]bool{}
+			for i := range n {
+				// Scattered, with every 10th address repeated.
+				h := uint32(i) * 0x9E3779B1 & (1<<24 - 1)
+				if i%10 == 9 {
+					h = uint32(i-1) * 0x9E3779B1 & (1<<24 - 1)
+				}
+				addr := netip.AddrFrom4([4]byte{10, byte(h >> 16), byte(h >> 8), byte(h)})
+				endpoints = append(endpoints, readyAt(addr.String()))
+				want[netip.AddrPortFrom(addr, 8080)] = true
+				want[netip.AddrPortFrom(addr, 8081)] = true
+			}
+			objs := &source.Objects{
+				Services: []source.Service{testService("a", servicePort("", 80))},
+				EndpointSlices: []source.EndpointSlice{testSlice("a-1", "a", "IPv4",
+					ports(tcpPort("b", 8081), tcpPort("a", 8080)), endpoints...)},
+			}
+			got, cond := buildFor(t, NewBuilder(NewIndex(objs), source.Settings{}), []target{{"a", 80, 0}})
+			if len(cond.Warnings)+len(cond.Errors) > 0 {
+				t.Fatalf("unexpected sub-conditions: %+v", cond)
+			}
+			sorted := slices.SortedFunc(maps.Keys(want), func(a, b netip.AddrPort) int { return a.Compare(b) })
+			var wantEps []Endpoint
+			for _, ap := range sorted {
+				wantEps = append(wantEps, Endpoint{Address: ap.Addr().String(), Port: uint32(ap.Port())})
+			}
+			if len(got) != 1 {
+				t.Fatalf("got %d localities, want 1", len(got))
+			}
+			if diff := cmp.Diff(wantEps, got[0].Endpoints); diff != "" {
+				t.Errorf("endpoints (-want +got):\n%s", diff)
+			}
+		})
 	}
 }
