@@ -175,7 +175,7 @@ func unmarshalLoose(data []byte, v any) error {
 
 // unmarshalStrict decodes the way the API server's strict field validation
 // does: field names match case-sensitively, and an unknown or repeated field
-// is an error that names its full path ("spec.ports[0].protocl").
+// is an error that names its full path ("spec.ports[0].portName").
 func unmarshalStrict(data []byte, v any) error {
 	strictErrs, err := kjson.UnmarshalStrict(data, v)
 	if err != nil {

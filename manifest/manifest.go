@@ -172,7 +172,8 @@ func (m *Manifests) readFile(path string) error {
 	if err != nil {
 		return err
 	}
-	defer f.Close()
+	// Closing a file only read cannot lose data.
+	defer func() { _ = f.Close() }()
 	return m.decode(path, f)
 }
 
@@ -226,7 +227,7 @@ func (m *Manifests) decodeObject(pos Position, data []byte, listAllowed bool) er
 		}
 		var list list
 		if err := unmarshalStrict(data, &list); err != nil {
-			return fmt.Errorf("List: %w", err)
+			return fmt.Errorf("v1 List: %w", err)
 		}
 		for i, item := range list.Items {
 			itemPos := pos

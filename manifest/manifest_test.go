@@ -173,8 +173,8 @@ items:
 		wantSkipped: []Skipped{{at("in", 1, -1), "projectcontour.io/v1", "ExtensionService", "", "x"}},
 	}, {
 		name:    "an unknown field names its full path and the object",
-		in:      allKinds + "---\napiVersion: v1\nkind: Service\nmetadata: {namespace: auth, name: typo}\nspec:\n  ports:\n  - port: 1\n  - port: 2\n    protocl: TCP\n",
-		wantErr: `in: document 7: Service "auth/typo": unknown field "spec.ports[1].protocl"`,
+		in:      allKinds + "---\napiVersion: v1\nkind: Service\nmetadata: {namespace: auth, name: typo}\nspec:\n  ports:\n  - port: 1\n  - port: 2\n    portName: grpc\n",
+		wantErr: `in: document 7: Service "auth/typo": unknown field "spec.ports[1].portName"`,
 	}, {
 		name:    "field names are case-sensitive",
 		in:      "apiVersion: projectcontour.io/v1alpha1\nkind: ExtensionService\nmetadata: {namespace: a, name: e}\nspec:\n  Protocol: h2c\n",
@@ -277,7 +277,7 @@ func service(name string) string {
 func positions(m *Manifests) []string {
 	var out []string
 	for _, o := range m.Objects {
-		out = append(out, o.Position.String()+" "+o.Object.(meta_v1.Object).GetName())
+		out = append(out, o.String()+" "+o.Object.(meta_v1.Object).GetName())
 	}
 	return out
 }

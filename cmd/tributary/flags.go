@@ -15,7 +15,7 @@ func newFlagSet(name, synopsis string, w io.Writer) *flag.FlagSet {
 	fs := flag.NewFlagSet(name, flag.ContinueOnError)
 	fs.SetOutput(w)
 	fs.Usage = func() {
-		fmt.Fprintf(w, "Usage: %s\n\nFlags:\n", synopsis)
+		_, _ = fmt.Fprintf(w, "Usage: %s\n\nFlags:\n", synopsis)
 		fs.PrintDefaults()
 	}
 	return fs
@@ -31,7 +31,7 @@ func parseFlags(fs *flag.FlagSet, args []string) (code int, ok bool) {
 		return 2, false
 	}
 	if fs.NArg() > 0 {
-		fmt.Fprintf(fs.Output(), "unexpected argument %q\n", fs.Arg(0))
+		_, _ = fmt.Fprintf(fs.Output(), "unexpected argument %q\n", fs.Arg(0))
 		fs.Usage()
 		return 2, false
 	}

@@ -95,7 +95,7 @@ func TestGRPCurl(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		defer req.Close()
+		defer func() { _ = req.Close() }()
 		out := grpcurlRun(req, "-d", "@", srv.address, "tributary.v1.TranslationService/Translate")
 		// grpcurl exits 0 even when it cannot resolve an Any; it prints
 		// "@error" in its place.

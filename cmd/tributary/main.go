@@ -28,6 +28,10 @@ type stdio struct {
 	out, err io.Writer
 }
 
+// errorf writes to stderr. A failed write there has nowhere left to be
+// reported, so its error is dropped, here and only here.
+func (s stdio) errorf(format string, args ...any) { _, _ = fmt.Fprintf(s.err, format, args...) }
+
 func main() {
 	os.Exit(run(context.Background(), os.Args[1:], stdio{os.Stdin, os.Stdout, os.Stderr}))
 }
@@ -36,7 +40,7 @@ func main() {
 // success, 1 for a failure, 2 for a usage error.
 func run(ctx context.Context, args []string, io stdio) int {
 	if len(args) == 0 {
-		fmt.Fprint(io.err, usage)
+		io.errorf("%s", usage)
 		return 2
 	}
 	switch cmd, rest := args[0], args[1:]; cmd {
@@ -47,10 +51,12 @@ func run(ctx context.Context, args []string, io stdio) int {
 	case "version":
 		return runVersion(rest, io)
 	case "help", "-h", "-help", "--help":
-		fmt.Fprint(io.out, usage)
+		if _, err := fmt.Fprint(io.out, usage); err != nil {
+			return 1
+		}
 		return 0
 	default:
-		fmt.Fprintf(io.err, "tributary: unknown command %q\n\n%s", cmd, usage)
+		io.errorf("tributary: unknown command %q\n\n%s", cmd, usage)
 		return 2
 	}
 }

@@ -230,7 +230,7 @@ func TestServeInProcess(t *testing.T) {
 	done := make(chan int, 1)
 	go func() {
 		done <- run(ctx, []string{"serve", "--address", "127.0.0.1:0", "--log-level", "debug"}, stdio{in: strings.NewReader(""), out: io.Discard, err: io.MultiWriter(logs, pw)})
-		pw.Close()
+		_ = pw.Close()
 	}()
 	first, err := readLine(pr)
 	go func() { _, _ = io.Copy(io.Discard, pr) }()
@@ -246,7 +246,7 @@ func TestServeInProcess(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer conn.Close()
+	defer func() { _ = conn.Close() }()
 	resp, err := healthpb.NewHealthClient(conn).Check(ctx, &healthpb.HealthCheckRequest{Service: "tributary.v1.TranslationService"})
 	if err != nil || resp.GetStatus() != healthpb.HealthCheckResponse_SERVING {
 		t.Fatalf("health check: %v, %v", resp, err)

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"fmt"
 	"log/slog"
 	"net"
 	"os"
@@ -39,7 +38,7 @@ func runServe(ctx context.Context, args []string, io stdio) int {
 	}
 	var level slog.Level
 	if err := level.UnmarshalText([]byte(*logLevel)); err != nil {
-		fmt.Fprintf(io.err, "tributary serve: invalid --log-level %q: want debug, info, warn or error\n", *logLevel)
+		io.errorf("tributary serve: invalid --log-level %q: want debug, info, warn or error\n", *logLevel)
 		return 2
 	}
 	logger := slog.New(slog.NewTextHandler(io.err, &slog.HandlerOptions{Level: level}))

@@ -36,17 +36,17 @@ func runTranslate(ctx context.Context, args []string, io stdio) int {
 		return code
 	}
 	if len(paths) == 0 {
-		fmt.Fprintln(io.err, "tributary translate: at least one -f PATH is required")
+		io.errorf("tributary translate: at least one -f PATH is required\n")
 		fs.Usage()
 		return 2
 	}
 	if *format != "json" && *format != "yaml" {
-		fmt.Fprintf(io.err, "tributary translate: invalid -o %q: want json or yaml\n", *format)
+		io.errorf("tributary translate: invalid -o %q: want json or yaml\n", *format)
 		return 2
 	}
 
 	fail := func(err error) int {
-		fmt.Fprintf(io.err, "tributary translate: %v\n", err)
+		io.errorf("tributary translate: %v\n", err)
 		return 1
 	}
 	var settings *contour.Config
@@ -61,7 +61,7 @@ func runTranslate(ctx context.Context, args []string, io stdio) int {
 		return fail(err)
 	}
 	for _, s := range manifests.Skipped {
-		fmt.Fprintf(io.err, "tributary translate: note: %s: skipped %s\n", s.Position, describeSkipped(s))
+		io.errorf("tributary translate: note: %s: skipped %s\n", s.Position, describeSkipped(s))
 	}
 
 	req := &tributaryv1.TranslateRequest{Settings: contour.Settings(settings)}
@@ -78,7 +78,7 @@ func runTranslate(ctx context.Context, args []string, io stdio) int {
 
 	resp, err := server.NewTranslationService().Translate(ctx, req)
 	if err != nil {
-		fmt.Fprint(io.err, describeServiceError(err, positions, *settingsPath))
+		io.errorf("%s", describeServiceError(err, positions, *settingsPath))
 		return 1
 	}
 	out, err := render(resp, *format)

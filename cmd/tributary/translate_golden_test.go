@@ -129,7 +129,7 @@ func checkResources(t *testing.T, out []byte) {
 	if err := json.Unmarshal(out, &got); err != nil {
 		t.Fatal(err)
 	}
-	var clusters, clas, valid []string
+	var clusters, loadAssignments, valid []string
 	for _, raw := range got.Clusters {
 		c := &clusterv3.Cluster{}
 		if err := protojson.Unmarshal(raw, c); err != nil {
@@ -151,7 +151,7 @@ func checkResources(t *testing.T, out []byte) {
 		if err := envoy.CheckClusterLoadAssignment(cla); err != nil {
 			t.Errorf("ClusterLoadAssignment %s: %v", cla.GetClusterName(), err)
 		}
-		clas = append(clas, cla.GetClusterName())
+		loadAssignments = append(loadAssignments, cla.GetClusterName())
 	}
 	for _, s := range got.Statuses {
 		if len(s.Conditions) != 1 {
@@ -170,11 +170,11 @@ func checkResources(t *testing.T, out []byte) {
 	// the lexical order of their names ("a-b" < "a/" but "a" < "a-b").
 	slices.Sort(valid)
 	slices.Sort(clusters)
-	slices.Sort(clas)
+	slices.Sort(loadAssignments)
 	if d := cmp.Diff(valid, clusters); d != "" {
 		t.Errorf("Cluster names differ from the valid statuses' clusterName (-statuses +clusters):\n%s", d)
 	}
-	if d := cmp.Diff(valid, clas); d != "" {
+	if d := cmp.Diff(valid, loadAssignments); d != "" {
 		t.Errorf("ClusterLoadAssignment names differ from the valid statuses' clusterName (-statuses +CLAs):\n%s", d)
 	}
 }

@@ -15,7 +15,9 @@ func runVersion(args []string, io stdio) int {
 	if code, ok := parseFlags(fs, args); !ok {
 		return code
 	}
-	fmt.Fprintf(io.out, "tributary %s\n", versionString())
+	if _, err := fmt.Fprintf(io.out, "tributary %s\n", versionString()); err != nil {
+		return 1
+	}
 	return 0
 }
 
