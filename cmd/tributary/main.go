@@ -38,25 +38,25 @@ func main() {
 
 // run runs the command args names and returns the process exit code: 0 for
 // success, 1 for a failure, 2 for a usage error.
-func run(ctx context.Context, args []string, io stdio) int {
+func run(ctx context.Context, args []string, std stdio) int {
 	if len(args) == 0 {
-		io.errorf("%s", usage)
+		std.errorf("%s", usage)
 		return 2
 	}
 	switch cmd, rest := args[0], args[1:]; cmd {
 	case "serve":
-		return runServe(ctx, rest, io)
+		return runServe(ctx, rest, std)
 	case "translate":
-		return runTranslate(ctx, rest, io)
+		return runTranslate(ctx, rest, std)
 	case "version":
-		return runVersion(rest, io)
+		return runVersion(rest, std)
 	case "help", "-h", "-help", "--help":
-		if _, err := fmt.Fprint(io.out, usage); err != nil {
+		if _, err := fmt.Fprint(std.out, usage); err != nil {
 			return 1
 		}
 		return 0
 	default:
-		io.errorf("tributary: unknown command %q\n\n%s", cmd, usage)
+		std.errorf("tributary: unknown command %q\n\n%s", cmd, usage)
 		return 2
 	}
 }

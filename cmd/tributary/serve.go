@@ -25,8 +25,8 @@ const serveSynopsis = "tributary serve [--address 127.0.0.1:8081] [--max-message
 // address actually listened on, so --address 127.0.0.1:0 picks a free port
 // that callers can read back. A second signal during the drain ends the
 // process at once.
-func runServe(ctx context.Context, args []string, io stdio) int {
-	fs := newFlagSet("serve", serveSynopsis, io.err)
+func runServe(ctx context.Context, args []string, std stdio) int {
+	fs := newFlagSet("serve", serveSynopsis, std.err)
 	address := fs.String("address", defaultAddress,
 		"`host:port` to listen on; the loopback default keeps the unauthenticated service private to the host, use 0.0.0.0:8081 to serve every interface")
 	var maxMsgSize byteSize
@@ -38,10 +38,10 @@ func runServe(ctx context.Context, args []string, io stdio) int {
 	}
 	var level slog.Level
 	if err := level.UnmarshalText([]byte(*logLevel)); err != nil {
-		io.errorf("tributary serve: invalid --log-level %q: want debug, info, warn or error\n", *logLevel)
+		std.errorf("tributary serve: invalid --log-level %q: want debug, info, warn or error\n", *logLevel)
 		return 2
 	}
-	logger := slog.New(slog.NewTextHandler(io.err, &slog.HandlerOptions{Level: level}))
+	logger := slog.New(slog.NewTextHandler(std.err, &slog.HandlerOptions{Level: level}))
 
 	lis, err := net.Listen("tcp", *address)
 	if err != nil {

@@ -26,8 +26,8 @@ const translateSynopsis = "tributary translate -f PATH [-f PATH...] [--settings 
 // whenever the input could be read and translated, even if some
 // ExtensionServices are invalid (their statuses say why), and 1 when the
 // input cannot be read or the service rejects it.
-func runTranslate(ctx context.Context, args []string, io stdio) int {
-	fs := newFlagSet("translate", translateSynopsis, io.err)
+func runTranslate(ctx context.Context, args []string, std stdio) int {
+	fs := newFlagSet("translate", translateSynopsis, std.err)
 	var paths stringList
 	fs.Var(&paths, "f", "manifest `PATH`: a YAML or JSON file, a directory (its *.yaml, *.yml and *.json files, recursively) or - for stdin; repeatable")
 	settingsPath := fs.String("settings", "", "YAML `FILE` of translator settings (xdsClusterName, connectTimeout, globalCircuitBreakers, clientCertificate, upstreamTLS)")
@@ -36,17 +36,17 @@ func runTranslate(ctx context.Context, args []string, io stdio) int {
 		return code
 	}
 	if len(paths) == 0 {
-		io.errorf("tributary translate: at least one -f PATH is required\n")
+		std.errorf("tributary translate: at least one -f PATH is required\n")
 		fs.Usage()
 		return 2
 	}
 	if *format != "json" && *format != "yaml" {
-		io.errorf("tributary translate: invalid -o %q: want json or yaml\n", *format)
+		std.errorf("tributary translate: invalid -o %q: want json or yaml\n", *format)
 		return 2
 	}
 
 	fail := func(err error) int {
-		io.errorf("tributary translate: %v\n", err)
+		std.errorf("tributary translate: %v\n", err)
 		return 1
 	}
 	var settings *contour.Config
@@ -56,12 +56,12 @@ func runTranslate(ctx context.Context, args []string, io stdio) int {
 			return fail(err)
 		}
 	}
-	manifests, err := manifest.Read(paths, io.in)
+	manifests, err := manifest.Read(paths, std.in)
 	if err != nil {
 		return fail(err)
 	}
 	for _, s := range manifests.Skipped {
-		io.errorf("tributary translate: note: %s: skipped %s\n", s.Position, describeSkipped(s))
+		std.errorf("tributary translate: note: %s: skipped %s\n", s.Position, describeSkipped(s))
 	}
 
 	req := &tributaryv1.TranslateRequest{Settings: contour.Settings(settings)}
@@ -78,14 +78,14 @@ func runTranslate(ctx context.Context, args []string, io stdio) int {
 
 	resp, err := server.NewTranslationService().Translate(ctx, req)
 	if err != nil {
-		io.errorf("%s", describeServiceError(err, positions, *settingsPath))
+		std.errorf("%s", describeServiceError(err, positions, *settingsPath))
 		return 1
 	}
 	out, err := render(resp, *format)
 	if err != nil {
 		return fail(err)
 	}
-	if _, err := io.out.Write(out); err != nil {
+	if _, err := std.out.Write(out); err != nil {
 		return fail(err)
 	}
 	return 0

@@ -10,12 +10,12 @@ import (
 // without it the module version and VCS revision Go recorded are used.
 var version = ""
 
-func runVersion(args []string, io stdio) int {
-	fs := newFlagSet("version", "tributary version", io.err)
+func runVersion(args []string, std stdio) int {
+	fs := newFlagSet("version", "tributary version", std.err)
 	if code, ok := parseFlags(fs, args); !ok {
 		return code
 	}
-	if _, err := fmt.Fprintf(io.out, "tributary %s\n", versionString()); err != nil {
+	if _, err := fmt.Fprintf(std.out, "tributary %s\n", versionString()); err != nil {
 		return 1
 	}
 	return 0
