@@ -1,0 +1,117 @@
+# Tributary build. `make test` is the one command CI runs (.ci/run);
+# `make help` lists the targets.
+
+SHELL := bash
+.SHELLFLAGS := -euo pipefail -c
+.DEFAULT_GOAL := help
+
+GO ?= go
+BUF := tools/buf/node_modules/.bin/buf
+GO_TOOLS := bin/golangci-lint bin/grpcurl bin/benchstat
+
+TEST_TIMEOUT ?= 10m
+FUZZTIME ?= 60s
+BENCH_PKGS ?= ./translate/ ./envoy/
+
+# stage runs one make target and prints how long it took, so a slow CI run
+# shows where its time went.
+stage = @start=$$(date +%s); $(MAKE) --no-print-directory $(1); \
+	echo "--- $(1) took $$(( $$(date +%s) - start ))s"
+
+.PHONY: help
+help: ## list the targets
+	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed -E 's/:.*## /\t/' | expand -t 18
+
+## Tools: pinned versions, installed once, reinstalled when their pins change.
+
+.PHONY: tools
+tools: $(BUF) $(GO_TOOLS) ## install buf (npm) and the Go tools into ./bin
+
+$(BUF): tools/buf/package.json tools/buf/package-lock.json
+	cd tools/buf && npm ci --no-audit --no-fund
+	touch $@
+
+# The Go tools come from their own module (tools/go.mod) so that their
+# dependencies never move the versions the service itself is built with.
+$(GO_TOOLS) &: tools/go.mod tools/go.sum
+	cd tools && $(GO) build -o ../bin/ tool
+	touch $(GO_TOOLS)
+
+## Code generation
+
+.PHONY: generate
+generate: $(BUF) ## regenerate gen/ from proto/
+	$(BUF) generate
+
+# check-generated regenerates into a scratch directory and compares it with
+# gen/, so a stale or hand-edited gen/ fails without touching the work tree.
+.PHONY: check-generated
+check-generated: $(BUF) ## fail if gen/ is not what proto/ generates
+	@scratch=$$(mktemp -d); trap 'rm -rf "$$scratch"' EXIT; \
+	$(BUF) generate --output "$$scratch"; \
+	if ! diff -r gen "$$scratch/gen"; then \
+		echo "gen/ is stale: run 'make generate' and commit the result." >&2; exit 1; \
+	fi; \
+	echo "gen/ matches proto/"
+
+## Checks
+
+.PHONY: buf-lint
+buf-lint: $(BUF) ## buf lint, and buf breaking against branch main when proto/ differs from it
+	$(BUF) lint
+	@if ! git rev-parse --verify --quiet refs/heads/main >/dev/null; then \
+		echo "buf breaking: skipped (no branch main in this clone)"; \
+	elif git diff --quiet main -- proto; then \
+		echo "buf breaking: skipped (proto/ is unchanged from main)"; \
+	else \
+		echo "$(BUF) breaking --against '.git#branch=main'"; \
+		$(BUF) breaking --against '.git#branch=main'; \
+	fi
+
+.PHONY: vet
+vet: ## go vet
+	$(GO) vet ./...
+
+.PHONY: lint
+lint: buf-lint bin/golangci-lint ## buf-lint and golangci-lint (.golangci.yml)
+	bin/golangci-lint run ./...
+
+.PHONY: go-test
+go-test: ## go test -race only (fuzz targets run on their seed corpus)
+	$(GO) test -race -count=1 -timeout $(TEST_TIMEOUT) ./...
+
+.PHONY: test
+test: tools ## everything CI checks: check-generated, vet, lint, go-test
+	$(call stage,check-generated)
+	$(call stage,vet)
+	$(call stage,lint)
+	$(call stage,go-test)
+
+## Build and run
+
+.PHONY: build
+build: ## build bin/tributary
+	$(GO) build -o bin/tributary ./cmd/tributary
+
+.PHONY: run
+run: ## run the server (go run ./cmd/tributary serve)
+	$(GO) run ./cmd/tributary serve
+
+## Performance and fuzzing
+
+# bench writes bench/new.txt; copy it to bench/base.txt to make it the
+# baseline that later runs are compared with.
+.PHONY: bench
+bench: bin/benchstat ## benchmarks into bench/new.txt, compared with bench/base.txt
+	@mkdir -p bench
+	$(GO) test -run '^$$' -bench . -benchmem -count 6 $(BENCH_PKGS) | tee bench/new.txt
+	@if [[ -f bench/base.txt ]]; then bin/benchstat bench/base.txt bench/new.txt; \
+	else bin/benchstat bench/new.txt; echo "(no bench/base.txt to compare with)"; fi
+
+.PHONY: fuzz
+fuzz: ## run every Fuzz target for FUZZTIME each (default 60s)
+	FUZZTIME=$(FUZZTIME) scripts/fuzz.sh
+
+.PHONY: clean
+clean: ## remove build outputs (bin/, bench/new.txt)
+	rm -rf bin bench/new.txt
