@@ -30,8 +30,8 @@ func runServe(ctx context.Context, args []string, std stdio) int {
 	address := fs.String("address", defaultAddress,
 		"`host:port` to listen on; the loopback default keeps the unauthenticated service private to the host, use 0.0.0.0:8081 to serve every interface")
 	var maxMsgSize byteSize
-	fs.Var(&maxMsgSize, "max-message-size", "largest request or response, in bytes or with a KiB/MiB/GiB suffix (default 64MiB)")
-	logLevel := fs.String("log-level", "info", "log level: debug, info, warn or error")
+	fs.Var(&maxMsgSize, "max-message-size", "largest request or response: a `size` in bytes, or with a KiB, MiB or GiB suffix (default 64MiB)")
+	logLevel := fs.String("log-level", "info", "log `level`: debug, info, warn or error")
 	shutdownTimeout := fs.Duration("shutdown-timeout", 10*time.Second, "how long in-flight calls may run after SIGTERM before connections are closed")
 	if code, ok := parseFlags(fs, args); !ok {
 		return code
