@@ -111,8 +111,18 @@ func appendLbEndpoint(dst []byte, ep model.Endpoint) []byte {
 		dst = appendVarint(dst, uint64(socket))
 	}
 	dst = appendString(dst, tagSocketAddress, ep.Address)
-	dst = append(dst, tagSocketPortValue)
-	return appendVarint(dst, uint64(ep.Port))
+	// Ports of 128 and up take two or three bytes; spelled out here because
+	// protowire.AppendVarint is not inlined, and nearly every port needs it.
+	switch p := ep.Port; {
+	case p < 1<<7:
+		return append(dst, tagSocketPortValue, byte(p))
+	case p < 1<<14:
+		return append(dst, tagSocketPortValue, byte(p)|0x80, byte(p>>7))
+	case p < 1<<21:
+		return append(dst, tagSocketPortValue, byte(p)|0x80, byte(p>>7)|0x80, byte(p>>14))
+	default:
+		return protowire.AppendVarint(append(dst, tagSocketPortValue), uint64(p))
+	}
 }
 
 // sizeLocalityLbEndpoints is the encoded size of one LocalityLbEndpoints,
