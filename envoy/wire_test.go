@@ -135,33 +135,48 @@ func (r *wireFuzzReader) bytes(n int) []byte {
 	return out
 }
 
-// wireFuzzName is a name of n bytes (n ≥ 1) from a small alphabet.
+// wireFuzzName is a name of n bytes drawn from a small alphabet, starting
+// at the letter the next input byte picks: names cost one input byte
+// whatever their length, so short inputs still reach long names.
 func wireFuzzName(r *wireFuzzReader, n int) string {
 	const alphabet = "abcdefghijklmnopqrstuvwxyz0123456789-./"
-	var b strings.Builder
-	for range n {
-		b.WriteByte(alphabet[int(r.byte())%len(alphabet)])
+	first := int(r.byte())
+	b := make([]byte, n)
+	for i := range b {
+		b[i] = alphabet[(first+i)%len(alphabet)]
 	}
-	return b.String()
+	return string(b)
 }
 
 // wireFuzzCluster builds an ExtensionCluster that keeps every model
 // guarantee (distinct SubZones, sorted unique endpoints, ports in range,
 // some weight when a locality exists) from fuzz input, reaching the
 // encoding's edges: no locality, many localities, weights unset or of every
-// varint length, IPv6, and names long enough for multi-byte lengths.
+// varint length, IPv6, names and messages long enough for multi-byte
+// lengths. The input layout (missing bytes read as 0):
+//
+//	name length-1 (mod 200), name letter,
+//	locality count (mod 6; 5 means 5 + next byte mod 60), then per locality:
+//	  sub_zone length (mod 150), sub_zone letter,
+//	  weight kind (mod 4: 0 and 3 unset, 1: 1 + next byte, 2: 4 bytes LE >> next byte mod 32, at least 1),
+//	  endpoint count-1 (mod 20), big (if mod 8 == 0: count = 1 + 2 bytes LE mod 3000),
+//	  per endpoint: family (mod 3 == 0: IPv6, 16 bytes; else IPv4, 4 bytes), port-1 (2 bytes LE).
+//
+// Endpoints repeating an earlier address:port are dropped, and so are
+// localities left without endpoints.
 func wireFuzzCluster(data []byte) *model.ExtensionCluster {
 	r := &wireFuzzReader{data: data}
-	ec := &model.ExtensionCluster{Name: "extension/" + wireFuzzName(r, 1+int(r.byte())%200), XDSClusterName: "contour"}
+	nameLen := 1 + int(r.byte())%200
+	ec := &model.ExtensionCluster{Name: "extension/" + wireFuzzName(r, nameLen), XDSClusterName: "contour"}
 	localities := int(r.byte()) % 6
 	if localities == 5 {
 		localities = 5 + int(r.byte())%60
 	}
 	used := map[netip.AddrPort]bool{}
 	for i := range localities {
-		loc := model.Locality{SubZone: fmt.Sprintf("%d/%s", i, wireFuzzName(r, int(r.byte())%150))}
+		subZoneLen := int(r.byte()) % 150
+		loc := model.Locality{SubZone: fmt.Sprintf("%d/%s", i, wireFuzzName(r, subZoneLen))}
 		switch r.byte() % 4 {
-		case 0: // unset
 		case 1:
 			loc.Weight = 1 + uint32(r.byte())
 		case 2:
@@ -199,16 +214,107 @@ func wireFuzzCluster(data []byte) *model.ExtensionCluster {
 	return ec
 }
 
+// wireSeedEndpoint is the input for one endpoint in wireFuzzCluster's layout.
+func wireSeedEndpoint(addr netip.Addr, port uint16) []byte {
+	family := []byte{1}
+	if addr.Is6() {
+		family = []byte{0}
+	}
+	return binary.LittleEndian.AppendUint16(append(family, addr.AsSlice()...), port-1)
+}
+
+// wireSeedLocality is the input for one locality: a sub_zone of subZoneLen
+// bytes, weight kind and bytes as the layout has them, then endpoints.
+func wireSeedLocality(subZoneLen byte, weight []byte, endpoints ...[]byte) []byte {
+	seed := append([]byte{subZoneLen, 7}, weight...)
+	if len(endpoints) <= 20 {
+		seed = append(seed, byte(len(endpoints)-1), 1)
+	} else {
+		seed = binary.LittleEndian.AppendUint16(append(seed, 0, 0), uint16(len(endpoints)-1))
+	}
+	for _, e := range endpoints {
+		seed = append(seed, e...)
+	}
+	return seed
+}
+
+// wireFuzzSeeds are FuzzAppendClusterLoadAssignment's seed corpus, which
+// plain `go test` runs; TestWireFuzzSeeds checks they reach the edges.
+func wireFuzzSeeds() [][]byte {
+	v4 := func(i int) []byte {
+		return wireSeedEndpoint(netip.AddrFrom4([4]byte{10, byte(i >> 16), byte(i >> 8), byte(i)}), uint16(8000+i%100))
+	}
+	var many, big, unset []byte
+	weights := [][]byte{{0}, {1, 9}, {2, 0x10, 0x27, 0, 0, 3}}
+	for i := range 40 {
+		many = append(many, wireSeedLocality(byte(i), weights[i%3], v4(i))...)
+	}
+	for i := range 30 {
+		unset = append(unset, wireSeedLocality(3, []byte{0}, v4(1000+i))...)
+	}
+	var bigEndpoints [][]byte
+	for i := range 2500 {
+		bigEndpoints = append(bigEndpoints, v4(i))
+	}
+	big = wireSeedLocality(20, []byte{1, 79}, bigEndpoints...)
+
+	return [][]byte{
+		{}, // the shortest name and no locality
+		append([]byte{12, 3, 1}, wireSeedLocality(7, []byte{1, 79}, v4(1))...),
+		append([]byte{199, 5, 2},
+			append(wireSeedLocality(149, []byte{2, 0xff, 0xff, 0xff, 0xff, 0},
+				wireSeedEndpoint(netip.MustParseAddr("2001:db8::1"), 65535),
+				wireSeedEndpoint(netip.MustParseAddr("::ffff:10.0.0.1"), 128),
+				wireSeedEndpoint(netip.MustParseAddr("10.0.0.1"), 1)),
+				wireSeedLocality(140, []byte{0}, wireSeedEndpoint(netip.MustParseAddr("fd00::2"), 16384))...)...),
+		append([]byte{30, 1, 5, 35}, many...),
+		append([]byte{30, 1, 5, 25}, unset...),
+		append([]byte{40, 2, 1}, big...),
+		bytes.Repeat([]byte{0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 250, 251}, 60),
+	}
+}
+
+// TestWireFuzzSeeds proves the seed corpus reaches what the fuzz target is
+// meant to cover, so that plain `go test` exercises every edge.
+func TestWireFuzzSeeds(t *testing.T) {
+	reached := map[string]bool{}
+	for _, seed := range wireFuzzSeeds() {
+		ec := wireFuzzCluster(seed)
+		reached["no locality"] = reached["no locality"] || len(ec.Localities) == 0
+		reached["more than 30 localities"] = reached["more than 30 localities"] || len(ec.Localities) > 30
+		reached["name over 127 bytes"] = reached["name over 127 bytes"] || len(ec.Name) > 127
+		for _, loc := range ec.Localities {
+			reached["unset weight"] = reached["unset weight"] || loc.Weight == 0
+			reached["largest weight"] = reached["largest weight"] || loc.Weight == math.MaxUint32
+			reached["sub_zone over 127 bytes"] = reached["sub_zone over 127 bytes"] || len(loc.SubZone) > 127
+			reached["locality over 16 KiB"] = reached["locality over 16 KiB"] || len(loc.Endpoints) > 1000
+			for _, ep := range loc.Endpoints {
+				reached["IPv6"] = reached["IPv6"] || strings.Contains(ep.Address, ":")
+				reached["three-byte port"] = reached["three-byte port"] || ep.Port >= 1<<14
+				reached["one-byte port"] = reached["one-byte port"] || ep.Port < 1<<7
+			}
+		}
+		if len(ec.Localities) > 0 && !slices.ContainsFunc(ec.Localities, func(l model.Locality) bool { return l.Weight == 0 }) {
+			reached["every locality weighted"] = true
+		}
+	}
+	for _, edge := range []string{
+		"no locality", "more than 30 localities", "name over 127 bytes", "unset weight", "largest weight",
+		"sub_zone over 127 bytes", "locality over 16 KiB", "IPv6", "three-byte port", "one-byte port", "every locality weighted",
+	} {
+		if !reached[edge] {
+			t.Errorf("no seed reaches %q", edge)
+		}
+	}
+}
+
 // FuzzAppendClusterLoadAssignment proves the fast encoder writes exactly
 // proto.Marshal's bytes for any valid model, and that what it writes decodes
 // into a CLA that passes ValidateAll and the contract's extra checks.
 func FuzzAppendClusterLoadAssignment(f *testing.F) {
-	f.Add([]byte{})                                                         // shortest name, no locality
-	f.Add([]byte{10, 'a', 'b', 1, 3, 1, 7, 4, 1, 2, 3, 4, 0x50, 0})         // one IPv4 endpoint
-	f.Add([]byte{199, 0, 2, 149, 2, 0xff, 0xff, 0xff, 0xff, 0, 3, 0})       // long names, largest weight
-	f.Add([]byte{5, 5, 40, 7, 3, 0, 9, 0, 0})                               // many localities, weights unset
-	f.Add(bytes.Repeat([]byte{0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 250, 251}, 60)) // IPv6 and mixed weights
-	f.Add(append([]byte{50, 4}, bytes.Repeat([]byte{8, 0, 0xff, 0x0f}, 100)...))
+	for _, seed := range wireFuzzSeeds() {
+		f.Add(seed)
+	}
 	f.Fuzz(func(t *testing.T, data []byte) {
 		checkWireEncoding(t, wireFuzzCluster(data))
 	})
