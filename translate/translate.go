@@ -70,11 +70,16 @@ func encodeReference(dst []byte, ec *model.ExtensionCluster) []byte {
 	return b
 }
 
-// outcome is what one ExtensionService yields.
-type outcome struct {
-	cluster, cla Resource
-	status       model.Status
+// Outcome is what one ExtensionService yields: its status, and its Cluster
+// and ClusterLoadAssignment when it is valid (Body nil otherwise).
+type Outcome struct {
+	Cluster               Resource
+	ClusterLoadAssignment Resource
+	Status                model.Status
 }
+
+// Valid reports whether the ExtensionService yielded resources.
+func (o *Outcome) Valid() bool { return o.Cluster.Body != nil }
 
 func translate(objs *source.Objects, settings source.Settings, encodeCLA claEncoder) *Result {
 	order := make([]*source.ExtensionService, len(objs.ExtensionServices))
@@ -84,26 +89,12 @@ func translate(objs *source.Objects, settings source.Settings, encodeCLA claEnco
 	slices.SortFunc(order, func(a, b *source.ExtensionService) int {
 		return cmp.Or(cmp.Compare(a.Namespace, b.Namespace), cmp.Compare(a.Name, b.Name))
 	})
-
-	idx := model.NewIndex(objs)
-	outcomes := make([]outcome, len(order))
-	workers := min(runtime.GOMAXPROCS(0), max(1, len(order)/64))
-	var wg sync.WaitGroup
-	for w := range workers {
-		lo, hi := w*len(order)/workers, (w+1)*len(order)/workers
-		wg.Go(func() {
-			b := model.NewBuilder(idx, settings)
-			for i := lo; i < hi; i++ {
-				outcomes[i] = translateOne(b, order[i], encodeCLA)
-			}
-		})
-	}
-	wg.Wait()
+	outcomes := build(model.NewIndex(objs), settings, order, encodeCLA)
 
 	res := &Result{Statuses: make([]model.Status, len(outcomes))}
 	valid := 0
 	for i := range outcomes {
-		if outcomes[i].cluster.Body != nil {
+		if outcomes[i].Valid() {
 			valid++
 		}
 	}
@@ -111,19 +102,55 @@ func translate(objs *source.Objects, settings source.Settings, encodeCLA claEnco
 	res.ClusterLoadAssignments = make([]Resource, 0, valid)
 	for i := range outcomes {
 		o := &outcomes[i]
-		res.Statuses[i] = o.status
-		if o.cluster.Body != nil {
-			res.Clusters = append(res.Clusters, o.cluster)
-			res.ClusterLoadAssignments = append(res.ClusterLoadAssignments, o.cla)
+		res.Statuses[i] = o.Status
+		if o.Valid() {
+			res.Clusters = append(res.Clusters, o.Cluster)
+			res.ClusterLoadAssignments = append(res.ClusterLoadAssignments, o.ClusterLoadAssignment)
 		}
 	}
 	return res
 }
 
-func translateOne(b *model.Builder, es *source.ExtensionService, encodeCLA claEncoder) outcome {
+// Build translates the given ExtensionServices against idx, spreading the work
+// over every CPU when there is enough of it; outcome i is for es[i]. idx must
+// not change until Build returns. Incremental callers (a Sync session) use it
+// to rebuild just the ExtensionServices a change touched.
+func Build(idx *model.Index, settings source.Settings, es []*source.ExtensionService) []Outcome {
+	return build(idx, settings, es, encodeFast)
+}
+
+// minPerWorker keeps small rebuilds on the calling goroutine, where starting
+// workers would cost more than it saves.
+const minPerWorker = 64
+
+func build(idx *model.Index, settings source.Settings, es []*source.ExtensionService, encodeCLA claEncoder) []Outcome {
+	outcomes := make([]Outcome, len(es))
+	workers := min(runtime.GOMAXPROCS(0), max(1, len(es)/minPerWorker))
+	if workers == 1 {
+		b := model.NewBuilder(idx, settings)
+		for i := range es {
+			outcomes[i] = translateOne(b, es[i], encodeCLA)
+		}
+		return outcomes
+	}
+	var wg sync.WaitGroup
+	for w := range workers {
+		lo, hi := w*len(es)/workers, (w+1)*len(es)/workers
+		wg.Go(func() {
+			b := model.NewBuilder(idx, settings)
+			for i := lo; i < hi; i++ {
+				outcomes[i] = translateOne(b, es[i], encodeCLA)
+			}
+		})
+	}
+	wg.Wait()
+	return outcomes
+}
+
+func translateOne(b *model.Builder, es *source.ExtensionService, encodeCLA claEncoder) Outcome {
 	ec, st := b.Build(es)
 	if ec == nil {
-		return outcome{status: st}
+		return Outcome{Status: st}
 	}
 	cluster, err := proto.MarshalOptions{Deterministic: true}.Marshal(envoy.BuildCluster(ec))
 	if err != nil {
@@ -131,10 +158,10 @@ func translateOne(b *model.Builder, es *source.ExtensionService, encodeCLA claEn
 		panic(fmt.Sprintf("marshal Cluster %s: %v", ec.Name, err))
 	}
 	cla := encodeCLA(nil, ec)
-	return outcome{
-		cluster: Resource{Name: ec.Name, Version: version(cluster), Body: cluster},
-		cla:     Resource{Name: ec.Name, Version: version(cla), Body: cla},
-		status:  st,
+	return Outcome{
+		Cluster:               Resource{Name: ec.Name, Version: version(cluster), Body: cluster},
+		ClusterLoadAssignment: Resource{Name: ec.Name, Version: version(cla), Body: cla},
+		Status:                st,
 	}
 }
 
