@@ -22,6 +22,71 @@ const (
 	_ = protoimpl.EnforceVersion(protoimpl.MaxVersion - 20)
 )
 
+// ObjectKind is the kind of an input object.
+type ObjectKind int32
+
+const (
+	// Not a valid kind.
+	ObjectKind_OBJECT_KIND_UNSPECIFIED ObjectKind = 0
+	// projectcontour.io/v1alpha1 ExtensionService.
+	ObjectKind_OBJECT_KIND_EXTENSION_SERVICE ObjectKind = 1
+	// v1 Service.
+	ObjectKind_OBJECT_KIND_SERVICE ObjectKind = 2
+	// discovery.k8s.io/v1 EndpointSlice.
+	ObjectKind_OBJECT_KIND_ENDPOINT_SLICE ObjectKind = 3
+	// v1 Secret.
+	ObjectKind_OBJECT_KIND_SECRET ObjectKind = 4
+	// projectcontour.io/v1 TLSCertificateDelegation.
+	ObjectKind_OBJECT_KIND_TLS_CERTIFICATE_DELEGATION ObjectKind = 5
+)
+
+// Enum value maps for ObjectKind.
+var (
+	ObjectKind_name = map[int32]string{
+		0: "OBJECT_KIND_UNSPECIFIED",
+		1: "OBJECT_KIND_EXTENSION_SERVICE",
+		2: "OBJECT_KIND_SERVICE",
+		3: "OBJECT_KIND_ENDPOINT_SLICE",
+		4: "OBJECT_KIND_SECRET",
+		5: "OBJECT_KIND_TLS_CERTIFICATE_DELEGATION",
+	}
+	ObjectKind_value = map[string]int32{
+		"OBJECT_KIND_UNSPECIFIED":                0,
+		"OBJECT_KIND_EXTENSION_SERVICE":          1,
+		"OBJECT_KIND_SERVICE":                    2,
+		"OBJECT_KIND_ENDPOINT_SLICE":             3,
+		"OBJECT_KIND_SECRET":                     4,
+		"OBJECT_KIND_TLS_CERTIFICATE_DELEGATION": 5,
+	}
+)
+
+func (x ObjectKind) Enum() *ObjectKind {
+	p := new(ObjectKind)
+	*p = x
+	return p
+}
+
+func (x ObjectKind) String() string {
+	return protoimpl.X.EnumStringOf(x.Descriptor(), protoreflect.EnumNumber(x))
+}
+
+func (ObjectKind) Descriptor() protoreflect.EnumDescriptor {
+	return file_tributary_v1_translation_proto_enumTypes[0].Descriptor()
+}
+
+func (ObjectKind) Type() protoreflect.EnumType {
+	return &file_tributary_v1_translation_proto_enumTypes[0]
+}
+
+func (x ObjectKind) Number() protoreflect.EnumNumber {
+	return protoreflect.EnumNumber(x)
+}
+
+// Deprecated: Use ObjectKind.Descriptor instead.
+func (ObjectKind) EnumDescriptor() ([]byte, []int) {
+	return file_tributary_v1_translation_proto_rawDescGZIP(), []int{0}
+}
+
 // TranslateRequest is a complete set of input objects.
 type TranslateRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -467,6 +532,609 @@ func (x *SubCondition) GetMessage() string {
 	return ""
 }
 
+// SyncRequest is one client message of a Sync session.
+type SyncRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The message.
+	//
+	// Types that are valid to be assigned to Message:
+	//
+	//	*SyncRequest_Start
+	//	*SyncRequest_Batch
+	Message       isSyncRequest_Message `protobuf_oneof:"message"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SyncRequest) Reset() {
+	*x = SyncRequest{}
+	mi := &file_tributary_v1_translation_proto_msgTypes[6]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SyncRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SyncRequest) ProtoMessage() {}
+
+func (x *SyncRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_tributary_v1_translation_proto_msgTypes[6]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SyncRequest.ProtoReflect.Descriptor instead.
+func (*SyncRequest) Descriptor() ([]byte, []int) {
+	return file_tributary_v1_translation_proto_rawDescGZIP(), []int{6}
+}
+
+func (x *SyncRequest) GetMessage() isSyncRequest_Message {
+	if x != nil {
+		return x.Message
+	}
+	return nil
+}
+
+func (x *SyncRequest) GetStart() *SyncStart {
+	if x != nil {
+		if x, ok := x.Message.(*SyncRequest_Start); ok {
+			return x.Start
+		}
+	}
+	return nil
+}
+
+func (x *SyncRequest) GetBatch() *SyncBatch {
+	if x != nil {
+		if x, ok := x.Message.(*SyncRequest_Batch); ok {
+			return x.Batch
+		}
+	}
+	return nil
+}
+
+type isSyncRequest_Message interface {
+	isSyncRequest_Message()
+}
+
+type SyncRequest_Start struct {
+	// The first message of a session, and only the first.
+	Start *SyncStart `protobuf:"bytes,1,opt,name=start,proto3,oneof"`
+}
+
+type SyncRequest_Batch struct {
+	// A set of changes, applied atomically.
+	Batch *SyncBatch `protobuf:"bytes,2,opt,name=batch,proto3,oneof"`
+}
+
+func (*SyncRequest_Start) isSyncRequest_Message() {}
+
+func (*SyncRequest_Batch) isSyncRequest_Message() {}
+
+// SyncStart opens a Sync session.
+type SyncStart struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Translator-wide settings for the whole session.
+	Settings      *Settings `protobuf:"bytes,1,opt,name=settings,proto3" json:"settings,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SyncStart) Reset() {
+	*x = SyncStart{}
+	mi := &file_tributary_v1_translation_proto_msgTypes[7]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SyncStart) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SyncStart) ProtoMessage() {}
+
+func (x *SyncStart) ProtoReflect() protoreflect.Message {
+	mi := &file_tributary_v1_translation_proto_msgTypes[7]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SyncStart.ProtoReflect.Descriptor instead.
+func (*SyncStart) Descriptor() ([]byte, []int) {
+	return file_tributary_v1_translation_proto_rawDescGZIP(), []int{7}
+}
+
+func (x *SyncStart) GetSettings() *Settings {
+	if x != nil {
+		return x.Settings
+	}
+	return nil
+}
+
+// SyncBatch is a set of object changes applied atomically: either all of
+// them or, when any is malformed, none.
+type SyncBatch struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// A client-chosen number echoed in the answers that cover this batch.
+	// Batch ids should increase; the server does not require it.
+	Id uint64 `protobuf:"varint,1,opt,name=id,proto3" json:"id,omitempty"`
+	// Objects to create or replace, matched by kind, namespace and name.
+	Upserts []*KubernetesObject `protobuf:"bytes,2,rep,name=upserts,proto3" json:"upserts,omitempty"`
+	// Objects to delete; deleting an object the session does not hold is not
+	// an error.
+	Deletes       []*ObjectReference `protobuf:"bytes,3,rep,name=deletes,proto3" json:"deletes,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SyncBatch) Reset() {
+	*x = SyncBatch{}
+	mi := &file_tributary_v1_translation_proto_msgTypes[8]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SyncBatch) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SyncBatch) ProtoMessage() {}
+
+func (x *SyncBatch) ProtoReflect() protoreflect.Message {
+	mi := &file_tributary_v1_translation_proto_msgTypes[8]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SyncBatch.ProtoReflect.Descriptor instead.
+func (*SyncBatch) Descriptor() ([]byte, []int) {
+	return file_tributary_v1_translation_proto_rawDescGZIP(), []int{8}
+}
+
+func (x *SyncBatch) GetId() uint64 {
+	if x != nil {
+		return x.Id
+	}
+	return 0
+}
+
+func (x *SyncBatch) GetUpserts() []*KubernetesObject {
+	if x != nil {
+		return x.Upserts
+	}
+	return nil
+}
+
+func (x *SyncBatch) GetDeletes() []*ObjectReference {
+	if x != nil {
+		return x.Deletes
+	}
+	return nil
+}
+
+// ObjectReference names one input object.
+type ObjectReference struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The object's kind.
+	Kind ObjectKind `protobuf:"varint,1,opt,name=kind,proto3,enum=tributary.v1.ObjectKind" json:"kind,omitempty"`
+	// The object's namespace.
+	Namespace string `protobuf:"bytes,2,opt,name=namespace,proto3" json:"namespace,omitempty"`
+	// The object's name.
+	Name          string `protobuf:"bytes,3,opt,name=name,proto3" json:"name,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ObjectReference) Reset() {
+	*x = ObjectReference{}
+	mi := &file_tributary_v1_translation_proto_msgTypes[9]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ObjectReference) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ObjectReference) ProtoMessage() {}
+
+func (x *ObjectReference) ProtoReflect() protoreflect.Message {
+	mi := &file_tributary_v1_translation_proto_msgTypes[9]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ObjectReference.ProtoReflect.Descriptor instead.
+func (*ObjectReference) Descriptor() ([]byte, []int) {
+	return file_tributary_v1_translation_proto_rawDescGZIP(), []int{9}
+}
+
+func (x *ObjectReference) GetKind() ObjectKind {
+	if x != nil {
+		return x.Kind
+	}
+	return ObjectKind_OBJECT_KIND_UNSPECIFIED
+}
+
+func (x *ObjectReference) GetNamespace() string {
+	if x != nil {
+		return x.Namespace
+	}
+	return ""
+}
+
+func (x *ObjectReference) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+// SyncResponse is one server message of a Sync session.
+type SyncResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The message.
+	//
+	// Types that are valid to be assigned to Message:
+	//
+	//	*SyncResponse_Delta
+	//	*SyncResponse_Rejected
+	Message       isSyncResponse_Message `protobuf_oneof:"message"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SyncResponse) Reset() {
+	*x = SyncResponse{}
+	mi := &file_tributary_v1_translation_proto_msgTypes[10]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SyncResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SyncResponse) ProtoMessage() {}
+
+func (x *SyncResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_tributary_v1_translation_proto_msgTypes[10]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SyncResponse.ProtoReflect.Descriptor instead.
+func (*SyncResponse) Descriptor() ([]byte, []int) {
+	return file_tributary_v1_translation_proto_rawDescGZIP(), []int{10}
+}
+
+func (x *SyncResponse) GetMessage() isSyncResponse_Message {
+	if x != nil {
+		return x.Message
+	}
+	return nil
+}
+
+func (x *SyncResponse) GetDelta() *SyncDelta {
+	if x != nil {
+		if x, ok := x.Message.(*SyncResponse_Delta); ok {
+			return x.Delta
+		}
+	}
+	return nil
+}
+
+func (x *SyncResponse) GetRejected() *BatchRejected {
+	if x != nil {
+		if x, ok := x.Message.(*SyncResponse_Rejected); ok {
+			return x.Rejected
+		}
+	}
+	return nil
+}
+
+type isSyncResponse_Message interface {
+	isSyncResponse_Message()
+}
+
+type SyncResponse_Delta struct {
+	// What changed.
+	Delta *SyncDelta `protobuf:"bytes,1,opt,name=delta,proto3,oneof"`
+}
+
+type SyncResponse_Rejected struct {
+	// A batch that was refused and changed nothing.
+	Rejected *BatchRejected `protobuf:"bytes,2,opt,name=rejected,proto3,oneof"`
+}
+
+func (*SyncResponse_Delta) isSyncResponse_Message() {}
+
+func (*SyncResponse_Rejected) isSyncResponse_Message() {}
+
+// SyncDelta holds what changed in the session's output. Applying every delta
+// in order to an empty state gives exactly the output a Translate of the
+// session's current objects would give.
+type SyncDelta struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The id of the last batch this delta covers (it covers every earlier
+	// batch not yet answered too).
+	BatchId uint64 `protobuf:"varint,1,opt,name=batch_id,json=batchId,proto3" json:"batch_id,omitempty"`
+	// True for the first delta of a session: it holds the complete state.
+	FullState bool `protobuf:"varint,2,opt,name=full_state,json=fullState,proto3" json:"full_state,omitempty"`
+	// The version of the session's whole output after this delta. Versions are
+	// unique per server instance: a restarted server never repeats one.
+	Version string `protobuf:"bytes,3,opt,name=version,proto3" json:"version,omitempty"`
+	// Clusters added or changed since the previous delta.
+	Clusters []*Resource `protobuf:"bytes,4,rep,name=clusters,proto3" json:"clusters,omitempty"`
+	// ClusterLoadAssignments added or changed since the previous delta.
+	ClusterLoadAssignments []*Resource `protobuf:"bytes,5,rep,name=cluster_load_assignments,json=clusterLoadAssignments,proto3" json:"cluster_load_assignments,omitempty"`
+	// Names of Clusters that no longer exist.
+	RemovedClusters []string `protobuf:"bytes,6,rep,name=removed_clusters,json=removedClusters,proto3" json:"removed_clusters,omitempty"`
+	// Names of ClusterLoadAssignments that no longer exist.
+	RemovedClusterLoadAssignments []string `protobuf:"bytes,7,rep,name=removed_cluster_load_assignments,json=removedClusterLoadAssignments,proto3" json:"removed_cluster_load_assignments,omitempty"`
+	// Statuses added or changed since the previous delta.
+	Statuses []*ExtensionServiceStatus `protobuf:"bytes,8,rep,name=statuses,proto3" json:"statuses,omitempty"`
+	// ExtensionServices deleted since the previous delta: their statuses are gone.
+	RemovedStatuses []*ObjectReference `protobuf:"bytes,9,rep,name=removed_statuses,json=removedStatuses,proto3" json:"removed_statuses,omitempty"`
+	unknownFields   protoimpl.UnknownFields
+	sizeCache       protoimpl.SizeCache
+}
+
+func (x *SyncDelta) Reset() {
+	*x = SyncDelta{}
+	mi := &file_tributary_v1_translation_proto_msgTypes[11]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SyncDelta) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SyncDelta) ProtoMessage() {}
+
+func (x *SyncDelta) ProtoReflect() protoreflect.Message {
+	mi := &file_tributary_v1_translation_proto_msgTypes[11]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SyncDelta.ProtoReflect.Descriptor instead.
+func (*SyncDelta) Descriptor() ([]byte, []int) {
+	return file_tributary_v1_translation_proto_rawDescGZIP(), []int{11}
+}
+
+func (x *SyncDelta) GetBatchId() uint64 {
+	if x != nil {
+		return x.BatchId
+	}
+	return 0
+}
+
+func (x *SyncDelta) GetFullState() bool {
+	if x != nil {
+		return x.FullState
+	}
+	return false
+}
+
+func (x *SyncDelta) GetVersion() string {
+	if x != nil {
+		return x.Version
+	}
+	return ""
+}
+
+func (x *SyncDelta) GetClusters() []*Resource {
+	if x != nil {
+		return x.Clusters
+	}
+	return nil
+}
+
+func (x *SyncDelta) GetClusterLoadAssignments() []*Resource {
+	if x != nil {
+		return x.ClusterLoadAssignments
+	}
+	return nil
+}
+
+func (x *SyncDelta) GetRemovedClusters() []string {
+	if x != nil {
+		return x.RemovedClusters
+	}
+	return nil
+}
+
+func (x *SyncDelta) GetRemovedClusterLoadAssignments() []string {
+	if x != nil {
+		return x.RemovedClusterLoadAssignments
+	}
+	return nil
+}
+
+func (x *SyncDelta) GetStatuses() []*ExtensionServiceStatus {
+	if x != nil {
+		return x.Statuses
+	}
+	return nil
+}
+
+func (x *SyncDelta) GetRemovedStatuses() []*ObjectReference {
+	if x != nil {
+		return x.RemovedStatuses
+	}
+	return nil
+}
+
+// BatchRejected says why a batch was refused. The session's state is as it
+// was before the batch.
+type BatchRejected struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The id of the refused batch.
+	BatchId uint64 `protobuf:"varint,1,opt,name=batch_id,json=batchId,proto3" json:"batch_id,omitempty"`
+	// What is wrong, naming the object and field, as Translate's
+	// INVALID_ARGUMENT message would.
+	Message string `protobuf:"bytes,2,opt,name=message,proto3" json:"message,omitempty"`
+	// Every problem found (up to a bound), with its field path.
+	Violations    []*FieldViolation `protobuf:"bytes,3,rep,name=violations,proto3" json:"violations,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *BatchRejected) Reset() {
+	*x = BatchRejected{}
+	mi := &file_tributary_v1_translation_proto_msgTypes[12]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *BatchRejected) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*BatchRejected) ProtoMessage() {}
+
+func (x *BatchRejected) ProtoReflect() protoreflect.Message {
+	mi := &file_tributary_v1_translation_proto_msgTypes[12]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use BatchRejected.ProtoReflect.Descriptor instead.
+func (*BatchRejected) Descriptor() ([]byte, []int) {
+	return file_tributary_v1_translation_proto_rawDescGZIP(), []int{12}
+}
+
+func (x *BatchRejected) GetBatchId() uint64 {
+	if x != nil {
+		return x.BatchId
+	}
+	return 0
+}
+
+func (x *BatchRejected) GetMessage() string {
+	if x != nil {
+		return x.Message
+	}
+	return ""
+}
+
+func (x *BatchRejected) GetViolations() []*FieldViolation {
+	if x != nil {
+		return x.Violations
+	}
+	return nil
+}
+
+// FieldViolation is one problem in a request, like google.rpc.BadRequest's.
+type FieldViolation struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The path of the field at fault, for example "upserts[3].metadata.name".
+	Field string `protobuf:"bytes,1,opt,name=field,proto3" json:"field,omitempty"`
+	// A machine-readable reason, for example REQUIRED or DUPLICATE.
+	Reason string `protobuf:"bytes,2,opt,name=reason,proto3" json:"reason,omitempty"`
+	// A human-readable description.
+	Description   string `protobuf:"bytes,3,opt,name=description,proto3" json:"description,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *FieldViolation) Reset() {
+	*x = FieldViolation{}
+	mi := &file_tributary_v1_translation_proto_msgTypes[13]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *FieldViolation) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*FieldViolation) ProtoMessage() {}
+
+func (x *FieldViolation) ProtoReflect() protoreflect.Message {
+	mi := &file_tributary_v1_translation_proto_msgTypes[13]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use FieldViolation.ProtoReflect.Descriptor instead.
+func (*FieldViolation) Descriptor() ([]byte, []int) {
+	return file_tributary_v1_translation_proto_rawDescGZIP(), []int{13}
+}
+
+func (x *FieldViolation) GetField() string {
+	if x != nil {
+		return x.Field
+	}
+	return ""
+}
+
+func (x *FieldViolation) GetReason() string {
+	if x != nil {
+		return x.Reason
+	}
+	return ""
+}
+
+func (x *FieldViolation) GetDescription() string {
+	if x != nil {
+		return x.Description
+	}
+	return ""
+}
+
 var File_tributary_v1_translation_proto protoreflect.FileDescriptor
 
 const file_tributary_v1_translation_proto_rawDesc = "" +
@@ -503,9 +1171,57 @@ const file_tributary_v1_translation_proto_rawDesc = "" +
 	"\x04type\x18\x01 \x01(\tR\x04type\x12\x16\n" +
 	"\x06status\x18\x02 \x01(\tR\x06status\x12\x16\n" +
 	"\x06reason\x18\x03 \x01(\tR\x06reason\x12\x18\n" +
-	"\amessage\x18\x04 \x01(\tR\amessage2b\n" +
+	"\amessage\x18\x04 \x01(\tR\amessage\"z\n" +
+	"\vSyncRequest\x12/\n" +
+	"\x05start\x18\x01 \x01(\v2\x17.tributary.v1.SyncStartH\x00R\x05start\x12/\n" +
+	"\x05batch\x18\x02 \x01(\v2\x17.tributary.v1.SyncBatchH\x00R\x05batchB\t\n" +
+	"\amessage\"?\n" +
+	"\tSyncStart\x122\n" +
+	"\bsettings\x18\x01 \x01(\v2\x16.tributary.v1.SettingsR\bsettings\"\x8e\x01\n" +
+	"\tSyncBatch\x12\x0e\n" +
+	"\x02id\x18\x01 \x01(\x04R\x02id\x128\n" +
+	"\aupserts\x18\x02 \x03(\v2\x1e.tributary.v1.KubernetesObjectR\aupserts\x127\n" +
+	"\adeletes\x18\x03 \x03(\v2\x1d.tributary.v1.ObjectReferenceR\adeletes\"q\n" +
+	"\x0fObjectReference\x12,\n" +
+	"\x04kind\x18\x01 \x01(\x0e2\x18.tributary.v1.ObjectKindR\x04kind\x12\x1c\n" +
+	"\tnamespace\x18\x02 \x01(\tR\tnamespace\x12\x12\n" +
+	"\x04name\x18\x03 \x01(\tR\x04name\"\x85\x01\n" +
+	"\fSyncResponse\x12/\n" +
+	"\x05delta\x18\x01 \x01(\v2\x17.tributary.v1.SyncDeltaH\x00R\x05delta\x129\n" +
+	"\brejected\x18\x02 \x01(\v2\x1b.tributary.v1.BatchRejectedH\x00R\brejectedB\t\n" +
+	"\amessage\"\xe5\x03\n" +
+	"\tSyncDelta\x12\x19\n" +
+	"\bbatch_id\x18\x01 \x01(\x04R\abatchId\x12\x1d\n" +
+	"\n" +
+	"full_state\x18\x02 \x01(\bR\tfullState\x12\x18\n" +
+	"\aversion\x18\x03 \x01(\tR\aversion\x122\n" +
+	"\bclusters\x18\x04 \x03(\v2\x16.tributary.v1.ResourceR\bclusters\x12P\n" +
+	"\x18cluster_load_assignments\x18\x05 \x03(\v2\x16.tributary.v1.ResourceR\x16clusterLoadAssignments\x12)\n" +
+	"\x10removed_clusters\x18\x06 \x03(\tR\x0fremovedClusters\x12G\n" +
+	" removed_cluster_load_assignments\x18\a \x03(\tR\x1dremovedClusterLoadAssignments\x12@\n" +
+	"\bstatuses\x18\b \x03(\v2$.tributary.v1.ExtensionServiceStatusR\bstatuses\x12H\n" +
+	"\x10removed_statuses\x18\t \x03(\v2\x1d.tributary.v1.ObjectReferenceR\x0fremovedStatuses\"\x82\x01\n" +
+	"\rBatchRejected\x12\x19\n" +
+	"\bbatch_id\x18\x01 \x01(\x04R\abatchId\x12\x18\n" +
+	"\amessage\x18\x02 \x01(\tR\amessage\x12<\n" +
+	"\n" +
+	"violations\x18\x03 \x03(\v2\x1c.tributary.v1.FieldViolationR\n" +
+	"violations\"`\n" +
+	"\x0eFieldViolation\x12\x14\n" +
+	"\x05field\x18\x01 \x01(\tR\x05field\x12\x16\n" +
+	"\x06reason\x18\x02 \x01(\tR\x06reason\x12 \n" +
+	"\vdescription\x18\x03 \x01(\tR\vdescription*\xc9\x01\n" +
+	"\n" +
+	"ObjectKind\x12\x1b\n" +
+	"\x17OBJECT_KIND_UNSPECIFIED\x10\x00\x12!\n" +
+	"\x1dOBJECT_KIND_EXTENSION_SERVICE\x10\x01\x12\x17\n" +
+	"\x13OBJECT_KIND_SERVICE\x10\x02\x12\x1e\n" +
+	"\x1aOBJECT_KIND_ENDPOINT_SLICE\x10\x03\x12\x16\n" +
+	"\x12OBJECT_KIND_SECRET\x10\x04\x12*\n" +
+	"&OBJECT_KIND_TLS_CERTIFICATE_DELEGATION\x10\x052\xa5\x01\n" +
 	"\x12TranslationService\x12L\n" +
-	"\tTranslate\x12\x1e.tributary.v1.TranslateRequest\x1a\x1f.tributary.v1.TranslateResponseBDZBgithub.com/tributary-dev/tributary/gen/go/tributary/v1;tributaryv1b\x06proto3"
+	"\tTranslate\x12\x1e.tributary.v1.TranslateRequest\x1a\x1f.tributary.v1.TranslateResponse\x12A\n" +
+	"\x04Sync\x12\x19.tributary.v1.SyncRequest\x1a\x1a.tributary.v1.SyncResponse(\x010\x01BDZBgithub.com/tributary-dev/tributary/gen/go/tributary/v1;tributaryv1b\x06proto3"
 
 var (
 	file_tributary_v1_translation_proto_rawDescOnce sync.Once
@@ -519,35 +1235,60 @@ func file_tributary_v1_translation_proto_rawDescGZIP() []byte {
 	return file_tributary_v1_translation_proto_rawDescData
 }
 
-var file_tributary_v1_translation_proto_msgTypes = make([]protoimpl.MessageInfo, 6)
+var file_tributary_v1_translation_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
+var file_tributary_v1_translation_proto_msgTypes = make([]protoimpl.MessageInfo, 14)
 var file_tributary_v1_translation_proto_goTypes = []any{
-	(*TranslateRequest)(nil),       // 0: tributary.v1.TranslateRequest
-	(*TranslateResponse)(nil),      // 1: tributary.v1.TranslateResponse
-	(*Resource)(nil),               // 2: tributary.v1.Resource
-	(*ExtensionServiceStatus)(nil), // 3: tributary.v1.ExtensionServiceStatus
-	(*DetailedCondition)(nil),      // 4: tributary.v1.DetailedCondition
-	(*SubCondition)(nil),           // 5: tributary.v1.SubCondition
-	(*Settings)(nil),               // 6: tributary.v1.Settings
-	(*KubernetesObject)(nil),       // 7: tributary.v1.KubernetesObject
-	(*anypb.Any)(nil),              // 8: google.protobuf.Any
+	(ObjectKind)(0),                // 0: tributary.v1.ObjectKind
+	(*TranslateRequest)(nil),       // 1: tributary.v1.TranslateRequest
+	(*TranslateResponse)(nil),      // 2: tributary.v1.TranslateResponse
+	(*Resource)(nil),               // 3: tributary.v1.Resource
+	(*ExtensionServiceStatus)(nil), // 4: tributary.v1.ExtensionServiceStatus
+	(*DetailedCondition)(nil),      // 5: tributary.v1.DetailedCondition
+	(*SubCondition)(nil),           // 6: tributary.v1.SubCondition
+	(*SyncRequest)(nil),            // 7: tributary.v1.SyncRequest
+	(*SyncStart)(nil),              // 8: tributary.v1.SyncStart
+	(*SyncBatch)(nil),              // 9: tributary.v1.SyncBatch
+	(*ObjectReference)(nil),        // 10: tributary.v1.ObjectReference
+	(*SyncResponse)(nil),           // 11: tributary.v1.SyncResponse
+	(*SyncDelta)(nil),              // 12: tributary.v1.SyncDelta
+	(*BatchRejected)(nil),          // 13: tributary.v1.BatchRejected
+	(*FieldViolation)(nil),         // 14: tributary.v1.FieldViolation
+	(*Settings)(nil),               // 15: tributary.v1.Settings
+	(*KubernetesObject)(nil),       // 16: tributary.v1.KubernetesObject
+	(*anypb.Any)(nil),              // 17: google.protobuf.Any
 }
 var file_tributary_v1_translation_proto_depIdxs = []int32{
-	6,  // 0: tributary.v1.TranslateRequest.settings:type_name -> tributary.v1.Settings
-	7,  // 1: tributary.v1.TranslateRequest.objects:type_name -> tributary.v1.KubernetesObject
-	2,  // 2: tributary.v1.TranslateResponse.clusters:type_name -> tributary.v1.Resource
-	2,  // 3: tributary.v1.TranslateResponse.cluster_load_assignments:type_name -> tributary.v1.Resource
-	3,  // 4: tributary.v1.TranslateResponse.statuses:type_name -> tributary.v1.ExtensionServiceStatus
-	8,  // 5: tributary.v1.Resource.resource:type_name -> google.protobuf.Any
-	4,  // 6: tributary.v1.ExtensionServiceStatus.conditions:type_name -> tributary.v1.DetailedCondition
-	5,  // 7: tributary.v1.DetailedCondition.errors:type_name -> tributary.v1.SubCondition
-	5,  // 8: tributary.v1.DetailedCondition.warnings:type_name -> tributary.v1.SubCondition
-	0,  // 9: tributary.v1.TranslationService.Translate:input_type -> tributary.v1.TranslateRequest
-	1,  // 10: tributary.v1.TranslationService.Translate:output_type -> tributary.v1.TranslateResponse
-	10, // [10:11] is the sub-list for method output_type
-	9,  // [9:10] is the sub-list for method input_type
-	9,  // [9:9] is the sub-list for extension type_name
-	9,  // [9:9] is the sub-list for extension extendee
-	0,  // [0:9] is the sub-list for field type_name
+	15, // 0: tributary.v1.TranslateRequest.settings:type_name -> tributary.v1.Settings
+	16, // 1: tributary.v1.TranslateRequest.objects:type_name -> tributary.v1.KubernetesObject
+	3,  // 2: tributary.v1.TranslateResponse.clusters:type_name -> tributary.v1.Resource
+	3,  // 3: tributary.v1.TranslateResponse.cluster_load_assignments:type_name -> tributary.v1.Resource
+	4,  // 4: tributary.v1.TranslateResponse.statuses:type_name -> tributary.v1.ExtensionServiceStatus
+	17, // 5: tributary.v1.Resource.resource:type_name -> google.protobuf.Any
+	5,  // 6: tributary.v1.ExtensionServiceStatus.conditions:type_name -> tributary.v1.DetailedCondition
+	6,  // 7: tributary.v1.DetailedCondition.errors:type_name -> tributary.v1.SubCondition
+	6,  // 8: tributary.v1.DetailedCondition.warnings:type_name -> tributary.v1.SubCondition
+	8,  // 9: tributary.v1.SyncRequest.start:type_name -> tributary.v1.SyncStart
+	9,  // 10: tributary.v1.SyncRequest.batch:type_name -> tributary.v1.SyncBatch
+	15, // 11: tributary.v1.SyncStart.settings:type_name -> tributary.v1.Settings
+	16, // 12: tributary.v1.SyncBatch.upserts:type_name -> tributary.v1.KubernetesObject
+	10, // 13: tributary.v1.SyncBatch.deletes:type_name -> tributary.v1.ObjectReference
+	0,  // 14: tributary.v1.ObjectReference.kind:type_name -> tributary.v1.ObjectKind
+	12, // 15: tributary.v1.SyncResponse.delta:type_name -> tributary.v1.SyncDelta
+	13, // 16: tributary.v1.SyncResponse.rejected:type_name -> tributary.v1.BatchRejected
+	3,  // 17: tributary.v1.SyncDelta.clusters:type_name -> tributary.v1.Resource
+	3,  // 18: tributary.v1.SyncDelta.cluster_load_assignments:type_name -> tributary.v1.Resource
+	4,  // 19: tributary.v1.SyncDelta.statuses:type_name -> tributary.v1.ExtensionServiceStatus
+	10, // 20: tributary.v1.SyncDelta.removed_statuses:type_name -> tributary.v1.ObjectReference
+	14, // 21: tributary.v1.BatchRejected.violations:type_name -> tributary.v1.FieldViolation
+	1,  // 22: tributary.v1.TranslationService.Translate:input_type -> tributary.v1.TranslateRequest
+	7,  // 23: tributary.v1.TranslationService.Sync:input_type -> tributary.v1.SyncRequest
+	2,  // 24: tributary.v1.TranslationService.Translate:output_type -> tributary.v1.TranslateResponse
+	11, // 25: tributary.v1.TranslationService.Sync:output_type -> tributary.v1.SyncResponse
+	24, // [24:26] is the sub-list for method output_type
+	22, // [22:24] is the sub-list for method input_type
+	22, // [22:22] is the sub-list for extension type_name
+	22, // [22:22] is the sub-list for extension extendee
+	0,  // [0:22] is the sub-list for field type_name
 }
 
 func init() { file_tributary_v1_translation_proto_init() }
@@ -557,18 +1298,27 @@ func file_tributary_v1_translation_proto_init() {
 	}
 	file_tributary_v1_objects_proto_init()
 	file_tributary_v1_settings_proto_init()
+	file_tributary_v1_translation_proto_msgTypes[6].OneofWrappers = []any{
+		(*SyncRequest_Start)(nil),
+		(*SyncRequest_Batch)(nil),
+	}
+	file_tributary_v1_translation_proto_msgTypes[10].OneofWrappers = []any{
+		(*SyncResponse_Delta)(nil),
+		(*SyncResponse_Rejected)(nil),
+	}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_tributary_v1_translation_proto_rawDesc), len(file_tributary_v1_translation_proto_rawDesc)),
-			NumEnums:      0,
-			NumMessages:   6,
+			NumEnums:      1,
+			NumMessages:   14,
 			NumExtensions: 0,
 			NumServices:   1,
 		},
 		GoTypes:           file_tributary_v1_translation_proto_goTypes,
 		DependencyIndexes: file_tributary_v1_translation_proto_depIdxs,
+		EnumInfos:         file_tributary_v1_translation_proto_enumTypes,
 		MessageInfos:      file_tributary_v1_translation_proto_msgTypes,
 	}.Build()
 	File_tributary_v1_translation_proto = out.File

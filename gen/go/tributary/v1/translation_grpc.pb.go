@@ -20,6 +20,7 @@ const _ = grpc.SupportPackageIsVersion9
 
 const (
 	TranslationService_Translate_FullMethodName = "/tributary.v1.TranslationService/Translate"
+	TranslationService_Sync_FullMethodName      = "/tributary.v1.TranslationService/Sync"
 )
 
 // TranslationServiceClient is the client API for TranslationService service.
@@ -37,6 +38,16 @@ type TranslationServiceClient interface {
 	// ExtensionService that is well formed but invalid is not a request error:
 	// it gets a status condition saying why, and no Envoy resources.
 	Translate(ctx context.Context, in *TranslateRequest, opts ...grpc.CallOption) (*TranslateResponse, error)
+	// Sync is a session that follows changing objects. The client sends a
+	// SyncStart, then batches of object upserts and deletes; the server applies
+	// each batch atomically and answers with only what changed: the first
+	// answer holds the complete state, later ones deltas. When the client sends
+	// faster than it reads, the server merges pending deltas per resource, so
+	// one answer may cover several batches. A malformed batch is answered with
+	// a BatchRejected and changes nothing; the session goes on. The session's
+	// state lives exactly as long as the stream: a client that reconnects sends
+	// its objects again.
+	Sync(ctx context.Context, opts ...grpc.CallOption) (grpc.BidiStreamingClient[SyncRequest, SyncResponse], error)
 }
 
 type translationServiceClient struct {
@@ -57,6 +68,19 @@ func (c *translationServiceClient) Translate(ctx context.Context, in *TranslateR
 	return out, nil
 }
 
+func (c *translationServiceClient) Sync(ctx context.Context, opts ...grpc.CallOption) (grpc.BidiStreamingClient[SyncRequest, SyncResponse], error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	stream, err := c.cc.NewStream(ctx, &TranslationService_ServiceDesc.Streams[0], TranslationService_Sync_FullMethodName, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	x := &grpc.GenericClientStream[SyncRequest, SyncResponse]{ClientStream: stream}
+	return x, nil
+}
+
+// This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
+type TranslationService_SyncClient = grpc.BidiStreamingClient[SyncRequest, SyncResponse]
+
 // TranslationServiceServer is the server API for TranslationService service.
 // All implementations must embed UnimplementedTranslationServiceServer
 // for forward compatibility.
@@ -72,6 +96,16 @@ type TranslationServiceServer interface {
 	// ExtensionService that is well formed but invalid is not a request error:
 	// it gets a status condition saying why, and no Envoy resources.
 	Translate(context.Context, *TranslateRequest) (*TranslateResponse, error)
+	// Sync is a session that follows changing objects. The client sends a
+	// SyncStart, then batches of object upserts and deletes; the server applies
+	// each batch atomically and answers with only what changed: the first
+	// answer holds the complete state, later ones deltas. When the client sends
+	// faster than it reads, the server merges pending deltas per resource, so
+	// one answer may cover several batches. A malformed batch is answered with
+	// a BatchRejected and changes nothing; the session goes on. The session's
+	// state lives exactly as long as the stream: a client that reconnects sends
+	// its objects again.
+	Sync(grpc.BidiStreamingServer[SyncRequest, SyncResponse]) error
 	mustEmbedUnimplementedTranslationServiceServer()
 }
 
@@ -84,6 +118,9 @@ type UnimplementedTranslationServiceServer struct{}
 
 func (UnimplementedTranslationServiceServer) Translate(context.Context, *TranslateRequest) (*TranslateResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method Translate not implemented")
+}
+func (UnimplementedTranslationServiceServer) Sync(grpc.BidiStreamingServer[SyncRequest, SyncResponse]) error {
+	return status.Error(codes.Unimplemented, "method Sync not implemented")
 }
 func (UnimplementedTranslationServiceServer) mustEmbedUnimplementedTranslationServiceServer() {}
 func (UnimplementedTranslationServiceServer) testEmbeddedByValue()                            {}
@@ -124,6 +161,13 @@ func _TranslationService_Translate_Handler(srv interface{}, ctx context.Context,
 	return interceptor(ctx, in, info, handler)
 }
 
+func _TranslationService_Sync_Handler(srv interface{}, stream grpc.ServerStream) error {
+	return srv.(TranslationServiceServer).Sync(&grpc.GenericServerStream[SyncRequest, SyncResponse]{ServerStream: stream})
+}
+
+// This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
+type TranslationService_SyncServer = grpc.BidiStreamingServer[SyncRequest, SyncResponse]
+
 // TranslationService_ServiceDesc is the grpc.ServiceDesc for TranslationService service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -136,6 +180,13 @@ var TranslationService_ServiceDesc = grpc.ServiceDesc{
 			Handler:    _TranslationService_Translate_Handler,
 		},
 	},
-	Streams:  []grpc.StreamDesc{},
+	Streams: []grpc.StreamDesc{
+		{
+			StreamName:    "Sync",
+			Handler:       _TranslationService_Sync_Handler,
+			ServerStreams: true,
+			ClientStreams: true,
+		},
+	},
 	Metadata: "tributary/v1/translation.proto",
 }
