@@ -93,7 +93,10 @@ type TranslateRequest struct {
 	// Translator-wide settings.
 	Settings *Settings `protobuf:"bytes,1,opt,name=settings,proto3" json:"settings,omitempty"`
 	// The objects, of any kind, in any order.
-	Objects       []*KubernetesObject `protobuf:"bytes,2,rep,name=objects,proto3" json:"objects,omitempty"`
+	Objects []*KubernetesObject `protobuf:"bytes,2,rep,name=objects,proto3" json:"objects,omitempty"`
+	// When true, every Resource in the response also carries its JSON form
+	// (Resource.json), for clients that have no Envoy types to unpack it with.
+	IncludeJson   bool `protobuf:"varint,3,opt,name=include_json,json=includeJson,proto3" json:"include_json,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -140,6 +143,13 @@ func (x *TranslateRequest) GetObjects() []*KubernetesObject {
 		return x.Objects
 	}
 	return nil
+}
+
+func (x *TranslateRequest) GetIncludeJson() bool {
+	if x != nil {
+		return x.IncludeJson
+	}
+	return false
 }
 
 // TranslateResponse holds the Envoy resources and statuses for a request.
@@ -217,7 +227,10 @@ type Resource struct {
 	// A hash of the serialised resource: equal versions mean equal bytes.
 	Version string `protobuf:"bytes,2,opt,name=version,proto3" json:"version,omitempty"`
 	// The resource.
-	Resource      *anypb.Any `protobuf:"bytes,3,opt,name=resource,proto3" json:"resource,omitempty"`
+	Resource *anypb.Any `protobuf:"bytes,3,opt,name=resource,proto3" json:"resource,omitempty"`
+	// The resource in protojson, with Envoy's JSON field names, when the
+	// request asked for it (include_json); empty otherwise.
+	Json          string `protobuf:"bytes,4,opt,name=json,proto3" json:"json,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -271,6 +284,13 @@ func (x *Resource) GetResource() *anypb.Any {
 		return x.Resource
 	}
 	return nil
+}
+
+func (x *Resource) GetJson() string {
+	if x != nil {
+		return x.Json
+	}
+	return ""
 }
 
 // ExtensionServiceStatus is the status of one ExtensionService, in the shape
@@ -623,7 +643,10 @@ func (*SyncRequest_Batch) isSyncRequest_Message() {}
 type SyncStart struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// Translator-wide settings for the whole session.
-	Settings      *Settings `protobuf:"bytes,1,opt,name=settings,proto3" json:"settings,omitempty"`
+	Settings *Settings `protobuf:"bytes,1,opt,name=settings,proto3" json:"settings,omitempty"`
+	// When true, every Resource the session sends also carries its JSON form
+	// (Resource.json), for clients that have no Envoy types to unpack it with.
+	IncludeJson   bool `protobuf:"varint,2,opt,name=include_json,json=includeJson,proto3" json:"include_json,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -663,6 +686,13 @@ func (x *SyncStart) GetSettings() *Settings {
 		return x.Settings
 	}
 	return nil
+}
+
+func (x *SyncStart) GetIncludeJson() bool {
+	if x != nil {
+		return x.IncludeJson
+	}
+	return false
 }
 
 // SyncBatch is a set of object changes applied atomically: either all of
@@ -1139,18 +1169,20 @@ var File_tributary_v1_translation_proto protoreflect.FileDescriptor
 
 const file_tributary_v1_translation_proto_rawDesc = "" +
 	"\n" +
-	"\x1etributary/v1/translation.proto\x12\ftributary.v1\x1a\x19google/protobuf/any.proto\x1a\x1atributary/v1/objects.proto\x1a\x1btributary/v1/settings.proto\"\x80\x01\n" +
+	"\x1etributary/v1/translation.proto\x12\ftributary.v1\x1a\x19google/protobuf/any.proto\x1a\x1atributary/v1/objects.proto\x1a\x1btributary/v1/settings.proto\"\xa3\x01\n" +
 	"\x10TranslateRequest\x122\n" +
 	"\bsettings\x18\x01 \x01(\v2\x16.tributary.v1.SettingsR\bsettings\x128\n" +
-	"\aobjects\x18\x02 \x03(\v2\x1e.tributary.v1.KubernetesObjectR\aobjects\"\xdb\x01\n" +
+	"\aobjects\x18\x02 \x03(\v2\x1e.tributary.v1.KubernetesObjectR\aobjects\x12!\n" +
+	"\finclude_json\x18\x03 \x01(\bR\vincludeJson\"\xdb\x01\n" +
 	"\x11TranslateResponse\x122\n" +
 	"\bclusters\x18\x01 \x03(\v2\x16.tributary.v1.ResourceR\bclusters\x12P\n" +
 	"\x18cluster_load_assignments\x18\x02 \x03(\v2\x16.tributary.v1.ResourceR\x16clusterLoadAssignments\x12@\n" +
-	"\bstatuses\x18\x03 \x03(\v2$.tributary.v1.ExtensionServiceStatusR\bstatuses\"j\n" +
+	"\bstatuses\x18\x03 \x03(\v2$.tributary.v1.ExtensionServiceStatusR\bstatuses\"~\n" +
 	"\bResource\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x18\n" +
 	"\aversion\x18\x02 \x01(\tR\aversion\x120\n" +
-	"\bresource\x18\x03 \x01(\v2\x14.google.protobuf.AnyR\bresource\"\xd9\x01\n" +
+	"\bresource\x18\x03 \x01(\v2\x14.google.protobuf.AnyR\bresource\x12\x12\n" +
+	"\x04json\x18\x04 \x01(\tR\x04json\"\xd9\x01\n" +
 	"\x16ExtensionServiceStatus\x12\x1c\n" +
 	"\tnamespace\x18\x01 \x01(\tR\tnamespace\x12\x12\n" +
 	"\x04name\x18\x02 \x01(\tR\x04name\x12?\n" +
@@ -1175,9 +1207,10 @@ const file_tributary_v1_translation_proto_rawDesc = "" +
 	"\vSyncRequest\x12/\n" +
 	"\x05start\x18\x01 \x01(\v2\x17.tributary.v1.SyncStartH\x00R\x05start\x12/\n" +
 	"\x05batch\x18\x02 \x01(\v2\x17.tributary.v1.SyncBatchH\x00R\x05batchB\t\n" +
-	"\amessage\"?\n" +
+	"\amessage\"b\n" +
 	"\tSyncStart\x122\n" +
-	"\bsettings\x18\x01 \x01(\v2\x16.tributary.v1.SettingsR\bsettings\"\x8e\x01\n" +
+	"\bsettings\x18\x01 \x01(\v2\x16.tributary.v1.SettingsR\bsettings\x12!\n" +
+	"\finclude_json\x18\x02 \x01(\bR\vincludeJson\"\x8e\x01\n" +
 	"\tSyncBatch\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\x04R\x02id\x128\n" +
 	"\aupserts\x18\x02 \x03(\v2\x1e.tributary.v1.KubernetesObjectR\aupserts\x127\n" +
