@@ -1,0 +1,430 @@
+// Package session is the incremental engine behind Sync: it holds one
+// session's objects, applies batches of changes to them, rebuilds only the
+// ExtensionServices a batch touches, and says what changed in the output.
+//
+// It has no gRPC in it. The server feeds it checked batches and streams the
+// deltas it returns; an Outbox between the two merges deltas per resource
+// when the client reads slower than it writes.
+package session
+
+import (
+	"cmp"
+	"slices"
+
+	"github.com/tributary-dev/tributary/model"
+	"github.com/tributary-dev/tributary/source"
+	"github.com/tributary-dev/tributary/translate"
+)
+
+// Kind is the kind of an input object.
+type Kind int
+
+// The kinds a session holds.
+const (
+	KindExtensionService Kind = iota + 1
+	KindService
+	KindEndpointSlice
+	KindSecret
+	KindTLSCertificateDelegation
+)
+
+// Ref names one input object.
+type Ref struct {
+	Kind Kind
+	Name source.NamespacedName
+}
+
+// Batch is one set of changes, applied atomically. It has been checked at
+// the API boundary like a Translate request: every upsert satisfies package
+// source's guarantees, names are unique per kind within Upserts, and no
+// object is both upserted and deleted.
+type Batch struct {
+	Upserts source.Objects
+	Deletes []Ref
+}
+
+// Delta is what changed in a session's output. Every list is sorted by name
+// (statuses by namespace, then name). Applying deltas in order to an empty
+// output gives exactly what translate.Translate gives for the session's
+// current objects.
+type Delta struct {
+	// Clusters and ClusterLoadAssignments added or changed.
+	Clusters               []translate.Resource
+	ClusterLoadAssignments []translate.Resource
+	// Names of resources that no longer exist.
+	RemovedClusters               []string
+	RemovedClusterLoadAssignments []string
+	// Statuses added or changed, and the ExtensionServices deleted.
+	Statuses        []model.Status
+	RemovedStatuses []source.NamespacedName
+}
+
+// Empty reports whether d changes nothing.
+func (d *Delta) Empty() bool {
+	return len(d.Clusters) == 0 && len(d.ClusterLoadAssignments) == 0 &&
+		len(d.RemovedClusters) == 0 && len(d.RemovedClusterLoadAssignments) == 0 &&
+		len(d.Statuses) == 0 && len(d.RemovedStatuses) == 0
+}
+
+// Session is one Sync session's objects and output. It is not safe for
+// concurrent use: one goroutine applies batches.
+//
+// A Session keeps, per ExtensionService, only the versions of its two
+// resources and its status: enough to tell what a rebuild changed. It does
+// not keep resource bodies, which would double its memory; State rebuilds
+// them instead.
+type Session struct {
+	settings source.Settings
+	index    *model.Index
+
+	extensions map[source.NamespacedName]*extension
+	// endpointSlices are kept by name as well as in the index, because
+	// replacing or deleting one must find the Service its old label named.
+	endpointSlices map[source.NamespacedName]*source.EndpointSlice
+
+	// Reverse indexes: who reads what (see reads).
+	byTarget              dependents[source.NamespacedName]
+	byCASecret            dependents[source.NamespacedName]
+	byDelegationNamespace dependents[string]
+
+	// Scratch reused from one Apply to the next.
+	dirty   map[*extension]struct{}
+	order   []*extension
+	rebuild []*source.ExtensionService
+}
+
+// extension is one ExtensionService and what its last build gave.
+type extension struct {
+	name source.NamespacedName
+	// object is nil once the ExtensionService is deleted (it stays
+	// reachable only from the dirty set of the Apply that deleted it).
+	object *source.ExtensionService
+	// built is false until the first build.
+	built bool
+	// clusterVersion and claVersion are "" while the ExtensionService is
+	// invalid (it has no resources then).
+	clusterVersion, claVersion string
+	status                     model.Status
+}
+
+// New returns an empty session translating under settings (parsed and
+// checked at the API boundary).
+func New(settings source.Settings) *Session {
+	return &Session{
+		settings:              settings,
+		index:                 model.NewIndex(&source.Objects{}),
+		extensions:            map[source.NamespacedName]*extension{},
+		endpointSlices:        map[source.NamespacedName]*source.EndpointSlice{},
+		byTarget:              dependents[source.NamespacedName]{},
+		byCASecret:            dependents[source.NamespacedName]{},
+		byDelegationNamespace: dependents[string]{},
+		dirty:                 map[*extension]struct{}{},
+	}
+}
+
+// Apply applies b and returns what changed in the output. Only the
+// ExtensionServices whose output b can affect are rebuilt: those b upserts
+// or deletes, those targeting a Service whose Service object or
+// EndpointSlices b changes, those whose CA Secret or delegation b changes,
+// and, when b changes the client certificate Secret, those that use it.
+// Unchanged resources are not in the Delta, even when rebuilt.
+//
+// Apply keeps a shallow copy of every upserted object: the top-level struct
+// is copied (so the session never pins the batch's slices of objects), but
+// the slices, maps and pointers inside it (endpoints, labels, certificates,
+// ...) are shared. The caller hands those over and must not modify them
+// afterwards; the server decodes every request into fresh objects, so this
+// costs it nothing and saves copying megabytes of endpoints per batch.
+// Deleting an object the session does not hold changes nothing.
+func (s *Session) Apply(b *Batch) Delta {
+	up := &b.Upserts
+	for i := range up.ExtensionServices {
+		es := new(source.ExtensionService)
+		*es = up.ExtensionServices[i]
+		s.putExtensionService(es)
+	}
+	for i := range up.Services {
+		svc := new(source.Service)
+		*svc = up.Services[i]
+		s.index.PutService(svc)
+		s.markTarget(nameOf(&svc.Meta))
+	}
+	for i := range up.EndpointSlices {
+		slice := new(source.EndpointSlice)
+		*slice = up.EndpointSlices[i]
+		s.putEndpointSlice(slice)
+	}
+	for i := range up.Secrets {
+		secret := new(source.Secret)
+		*secret = up.Secrets[i]
+		s.index.PutSecret(secret)
+		s.markSecret(nameOf(&secret.Meta))
+	}
+	for i := range up.TLSCertificateDelegations {
+		d := new(source.TLSCertificateDelegation)
+		*d = up.TLSCertificateDelegations[i]
+		s.index.PutTLSCertificateDelegation(d)
+		s.markDelegationNamespace(d.Namespace)
+	}
+	for _, ref := range b.Deletes {
+		s.delete(ref)
+	}
+	return s.rebuildDirty()
+}
+
+func nameOf(m *source.Meta) source.NamespacedName {
+	return source.NamespacedName{Namespace: m.Namespace, Name: m.Name}
+}
+
+func (s *Session) putExtensionService(es *source.ExtensionService) {
+	name := nameOf(&es.Meta)
+	e := s.extensions[name]
+	if e == nil {
+		e = &extension{name: name}
+		s.extensions[name] = e
+	} else {
+		s.unlink(e)
+	}
+	e.object = es
+	s.link(e)
+	s.dirty[e] = struct{}{}
+}
+
+// link records in the reverse indexes what e.object reads; unlink forgets it.
+// A spec change that retargets an ExtensionService is an unlink of the old
+// spec and a link of the new one.
+func (s *Session) link(e *extension) {
+	r := readsOf(e.object)
+	for _, t := range r.targets {
+		s.byTarget.add(t, e)
+	}
+	if r.caSecret != nil {
+		s.byCASecret.add(*r.caSecret, e)
+	}
+	if r.delegationNamespace != nil {
+		s.byDelegationNamespace.add(*r.delegationNamespace, e)
+	}
+}
+
+func (s *Session) unlink(e *extension) {
+	r := readsOf(e.object)
+	for _, t := range r.targets {
+		s.byTarget.remove(t, e)
+	}
+	if r.caSecret != nil {
+		s.byCASecret.remove(*r.caSecret, e)
+	}
+	if r.delegationNamespace != nil {
+		s.byDelegationNamespace.remove(*r.delegationNamespace, e)
+	}
+}
+
+func (s *Session) putEndpointSlice(slice *source.EndpointSlice) {
+	name := nameOf(&slice.Meta)
+	if old := s.endpointSlices[name]; old != nil {
+		// A relabelled slice leaves one Service and joins another: both change.
+		s.markSliceService(old)
+	}
+	s.endpointSlices[name] = slice
+	s.index.PutEndpointSlice(slice)
+	s.markSliceService(slice)
+}
+
+// markSliceService marks the readers of the Service slice is labelled for.
+func (s *Session) markSliceService(slice *source.EndpointSlice) {
+	if svc, ok := slice.Labels[source.ServiceNameLabel]; ok {
+		s.markTarget(source.NamespacedName{Namespace: slice.Namespace, Name: svc})
+	}
+}
+
+func (s *Session) markSet(set *extensionSet) {
+	if set == nil {
+		return
+	}
+	set.each(func(e *extension) { s.dirty[e] = struct{}{} })
+}
+
+func (s *Session) markTarget(service source.NamespacedName) { s.markSet(s.byTarget[service]) }
+
+func (s *Session) markSecret(name source.NamespacedName) {
+	if cc := s.settings.ClientCertificate; cc != nil && *cc == name {
+		// Every ExtensionService checks the client certificate.
+		for _, e := range s.extensions {
+			s.dirty[e] = struct{}{}
+		}
+		return
+	}
+	s.markSet(s.byCASecret[name])
+}
+
+func (s *Session) markDelegationNamespace(namespace string) {
+	s.markSet(s.byDelegationNamespace[namespace])
+}
+
+// delete removes the named object, if the session holds it.
+func (s *Session) delete(ref Ref) {
+	switch ref.Kind {
+	case KindExtensionService:
+		e := s.extensions[ref.Name]
+		if e == nil {
+			return
+		}
+		s.unlink(e)
+		delete(s.extensions, ref.Name)
+		e.object = nil
+		s.dirty[e] = struct{}{}
+	case KindService:
+		if s.index.Service(ref.Name) == nil {
+			return
+		}
+		s.index.DeleteService(ref.Name)
+		s.markTarget(ref.Name)
+	case KindEndpointSlice:
+		old := s.endpointSlices[ref.Name]
+		if old == nil {
+			return
+		}
+		delete(s.endpointSlices, ref.Name)
+		s.index.DeleteEndpointSlice(ref.Name)
+		s.markSliceService(old)
+	case KindSecret:
+		if s.index.Secret(ref.Name) == nil {
+			return
+		}
+		s.index.DeleteSecret(ref.Name)
+		s.markSecret(ref.Name)
+	case KindTLSCertificateDelegation:
+		held := false
+		for _, d := range s.index.Delegations(ref.Name.Namespace) {
+			held = held || d.Name == ref.Name.Name
+		}
+		if !held {
+			return
+		}
+		s.index.DeleteTLSCertificateDelegation(ref.Name)
+		s.markDelegationNamespace(ref.Name.Namespace)
+	}
+}
+
+func compareNames(a, b source.NamespacedName) int {
+	return cmp.Or(cmp.Compare(a.Namespace, b.Namespace), cmp.Compare(a.Name, b.Name))
+}
+
+// rebuildDirty rebuilds the marked ExtensionServices, in name order so the
+// work (and any parallel split of it) is the same whatever order the batch
+// listed things in, and returns how their output changed.
+func (s *Session) rebuildDirty() Delta {
+	var d Delta
+	if len(s.dirty) == 0 {
+		return d
+	}
+	s.order = s.order[:0]
+	for e := range s.dirty {
+		s.order = append(s.order, e)
+	}
+	clear(s.dirty)
+	if len(s.order) > 1 {
+		slices.SortFunc(s.order, func(a, b *extension) int { return compareNames(a.name, b.name) })
+	}
+
+	s.rebuild = s.rebuild[:0]
+	for _, e := range s.order {
+		if e.object != nil {
+			s.rebuild = append(s.rebuild, e.object)
+		}
+	}
+	outcomes := translate.Build(s.index, s.settings, s.rebuild)
+	clear(s.rebuild) // keep no objects alive from scratch
+
+	next := 0
+	for _, e := range s.order {
+		if e.object == nil {
+			d.removeAll(e)
+			continue
+		}
+		d.update(e, &outcomes[next])
+		next++
+	}
+	clear(s.order)
+	d.sort()
+	return d
+}
+
+// removeAll records that the deleted e no longer has any output.
+func (d *Delta) removeAll(e *extension) {
+	if !e.built {
+		return
+	}
+	if e.clusterVersion != "" {
+		d.RemovedClusters = append(d.RemovedClusters, e.status.ClusterName)
+	}
+	if e.claVersion != "" {
+		d.RemovedClusterLoadAssignments = append(d.RemovedClusterLoadAssignments, e.status.ClusterName)
+	}
+	d.RemovedStatuses = append(d.RemovedStatuses, e.name)
+}
+
+// update records how o differs from e's last outcome, and makes o e's
+// last outcome.
+func (d *Delta) update(e *extension, o *translate.Outcome) {
+	oldCluster := e.status.ClusterName // the name e's resources were under
+	switch {
+	case o.Valid() && o.Cluster.Version != e.clusterVersion:
+		d.Clusters = append(d.Clusters, o.Cluster)
+	case !o.Valid() && e.clusterVersion != "":
+		d.RemovedClusters = append(d.RemovedClusters, oldCluster)
+	}
+	switch {
+	case o.Valid() && o.ClusterLoadAssignment.Version != e.claVersion:
+		d.ClusterLoadAssignments = append(d.ClusterLoadAssignments, o.ClusterLoadAssignment)
+	case !o.Valid() && e.claVersion != "":
+		d.RemovedClusterLoadAssignments = append(d.RemovedClusterLoadAssignments, oldCluster)
+	}
+	if !e.built || !statusEqual(&e.status, &o.Status) {
+		d.Statuses = append(d.Statuses, o.Status)
+	}
+	e.built = true
+	e.clusterVersion, e.claVersion = o.Cluster.Version, o.ClusterLoadAssignment.Version
+	e.status = o.Status
+}
+
+// sort puts every list in the order Delta documents. Statuses and removed
+// statuses are already in name order (they follow the rebuild order);
+// resources are ordered by their own name, which is not the same order
+// ("extension/a-b/x" sorts before "extension/a/y").
+func (d *Delta) sort() {
+	byName := func(a, b translate.Resource) int { return cmp.Compare(a.Name, b.Name) }
+	if len(d.Clusters) > 1 {
+		slices.SortFunc(d.Clusters, byName)
+	}
+	if len(d.ClusterLoadAssignments) > 1 {
+		slices.SortFunc(d.ClusterLoadAssignments, byName)
+	}
+	slices.Sort(d.RemovedClusters)
+	slices.Sort(d.RemovedClusterLoadAssignments)
+}
+
+// State returns the session's complete output as a Delta from nothing.
+// Since the session keeps no resource bodies, it rebuilds every
+// ExtensionService: as costly as a Translate of the session's objects.
+// Builds are deterministic, so what it returns has the very versions the
+// deltas announced.
+func (s *Session) State() Delta {
+	all := make([]*source.ExtensionService, 0, len(s.extensions))
+	for _, e := range s.extensions {
+		all = append(all, e.object)
+	}
+	slices.SortFunc(all, func(a, b *source.ExtensionService) int { return compareNames(nameOf(&a.Meta), nameOf(&b.Meta)) })
+	outcomes := translate.Build(s.index, s.settings, all)
+	d := Delta{Statuses: make([]model.Status, len(outcomes))}
+	for i := range outcomes {
+		o := &outcomes[i]
+		d.Statuses[i] = o.Status
+		if o.Valid() {
+			d.Clusters = append(d.Clusters, o.Cluster)
+			d.ClusterLoadAssignments = append(d.ClusterLoadAssignments, o.ClusterLoadAssignment)
+		}
+	}
+	d.sort()
+	return d
+}
