@@ -28,7 +28,7 @@ const (
 
 // AppendClusterLoadAssignment appends to dst the wire encoding of
 // BuildClusterLoadAssignment(ec), byte for byte what proto.Marshal gives,
-// without building the proto: that would cost five small allocations per
+// without building the proto: that would cost seven small allocations per
 // endpoint, and translation handles millions of endpoints. It sizes the
 // whole message first, grows dst at most once to exactly that, and then
 // writes each nested length from arithmetic rather than by re-encoding.
