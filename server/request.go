@@ -12,6 +12,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	tributaryv1 "github.com/tributary-dev/tributary/gen/go/tributary/v1"
+	"github.com/tributary-dev/tributary/session"
 	"github.com/tributary-dev/tributary/source"
 )
 
@@ -54,15 +55,17 @@ const maxReportedViolations = 16
 // change while the result is in use.
 func decodeRequest(req *tributaryv1.TranslateRequest) (*source.Objects, source.Settings, error) {
 	var p problems
-	settings := decodeSettings(req.GetSettings(), &p)
-	objs := decodeObjects(req.GetObjects(), &p)
+	settings := decodeSettings(req.GetSettings(), "settings", &p)
+	objs := decodeObjects(req.GetObjects(), "objects", sharedArrays, &p)
 	if err := p.err(); err != nil {
 		return nil, source.Settings{}, err
 	}
 	return objs, settings, nil
 }
 
-func decodeSettings(pb *tributaryv1.Settings, p *problems) source.Settings {
+// decodeSettings checks pb, found at path at of the client's message
+// ("settings" in a TranslateRequest, "start.settings" in a SyncRequest).
+func decodeSettings(pb *tributaryv1.Settings, at string, p *problems) source.Settings {
 	var s source.Settings
 	if pb == nil {
 		return s
@@ -71,20 +74,22 @@ func decodeSettings(pb *tributaryv1.Settings, p *problems) source.Settings {
 		// The name also becomes the HTTP authority of the EDS gRPC stream,
 		// which Envoy rejects when it holds NUL, CR or LF; refusing every
 		// control character keeps the stream and the logs readable.
+		field := at + ".xdsClusterName"
 		if bad := badText(name); bad != "" {
-			p.add("settings.xdsClusterName", ReasonInvalidCharacters, fmt.Sprintf("settings.xdsClusterName %s %s", quote(name), bad))
+			p.add(field, ReasonInvalidCharacters, fmt.Sprintf("%s %s %s", field, quote(name), bad))
 		} else if len(name) > maxAuthorityLen {
-			p.add("settings.xdsClusterName", ReasonOutOfRange, fmt.Sprintf("settings.xdsClusterName is %d bytes long; Envoy takes at most %d in an HTTP authority", len(name), maxAuthorityLen))
+			p.add(field, ReasonOutOfRange, fmt.Sprintf("%s is %d bytes long; Envoy takes at most %d in an HTTP authority", field, len(name), maxAuthorityLen))
 		}
 		s.XDSClusterName = name
 	}
 	if raw := pb.GetConnectTimeout(); raw != "" {
+		field := at + ".connectTimeout"
 		d, err := time.ParseDuration(raw)
 		switch {
 		case err != nil:
-			p.add("settings.connectTimeout", ReasonInvalidDuration, "settings.connectTimeout: "+truncate(err.Error()))
+			p.add(field, ReasonInvalidDuration, field+": "+truncate(err.Error()))
 		case d < 0:
-			p.add("settings.connectTimeout", ReasonOutOfRange, fmt.Sprintf("settings.connectTimeout %s is negative", quote(raw)))
+			p.add(field, ReasonOutOfRange, fmt.Sprintf("%s %s is negative", field, quote(raw)))
 		default:
 			s.ConnectTimeout = d
 		}
@@ -93,14 +98,15 @@ func decodeSettings(pb *tributaryv1.Settings, p *problems) source.Settings {
 		s.GlobalCircuitBreakers = decodeCircuitBreakers(cb)
 	}
 	if raw := pb.GetClientCertificate(); raw != "" {
+		field := at + ".clientCertificate"
 		ns, name, ok := strings.Cut(raw, "/")
 		switch {
 		case !ok || strings.Contains(name, "/"):
-			p.add("settings.clientCertificate", ReasonInvalidFormat, fmt.Sprintf("settings.clientCertificate %s is not \"namespace/name\"", quote(raw)))
+			p.add(field, ReasonInvalidFormat, fmt.Sprintf("%s %s is not \"namespace/name\"", field, quote(raw)))
 		case !isDNS1123Label(ns):
-			p.add("settings.clientCertificate", ReasonInvalidName, fmt.Sprintf("settings.clientCertificate %s: namespace %s is not a valid namespace (%s)", quote(raw), quote(ns), dns1123LabelRule))
+			p.add(field, ReasonInvalidName, fmt.Sprintf("%s %s: namespace %s is not a valid namespace (%s)", field, quote(raw), quote(ns), dns1123LabelRule))
 		case !isDNS1123Subdomain(name):
-			p.add("settings.clientCertificate", ReasonInvalidName, fmt.Sprintf("settings.clientCertificate %s: name %s is not a valid name (%s)", quote(raw), quote(name), dns1123SubdomainRule))
+			p.add(field, ReasonInvalidName, fmt.Sprintf("%s %s: name %s is not a valid name (%s)", field, quote(raw), quote(name), dns1123SubdomainRule))
 		default:
 			s.ClientCertificate = &source.NamespacedName{Namespace: ns, Name: name}
 		}
@@ -125,11 +131,14 @@ func decodeCircuitBreakers(pb *tributaryv1.CircuitBreakers) *source.CircuitBreak
 	}
 }
 
-// kind describes one case of the KubernetesObject oneof, for messages
-// ("EndpointSlice") and field paths ("endpointSlice").
+// kind describes one kind of input object, for messages ("EndpointSlice"),
+// field paths ("endpointSlice", its KubernetesObject oneof case) and the
+// kind's number in ObjectReference and in package session.
 type kind struct {
 	id          int
 	name, field string
+	ref         tributaryv1.ObjectKind
+	session     session.Kind
 }
 
 // Kind ids index per-kind tables.
@@ -143,19 +152,39 @@ const (
 )
 
 var (
-	kindExtensionService         = kind{idExtensionService, "ExtensionService", "extensionService"}
-	kindService                  = kind{idService, "Service", "service"}
-	kindEndpointSlice            = kind{idEndpointSlice, "EndpointSlice", "endpointSlice"}
-	kindSecret                   = kind{idSecret, "Secret", "secret"}
-	kindTLSCertificateDelegation = kind{idTLSCertificateDelegation, "TLSCertificateDelegation", "tlsCertificateDelegation"}
+	kindExtensionService         = kind{idExtensionService, "ExtensionService", "extensionService", tributaryv1.ObjectKind_OBJECT_KIND_EXTENSION_SERVICE, session.KindExtensionService}
+	kindService                  = kind{idService, "Service", "service", tributaryv1.ObjectKind_OBJECT_KIND_SERVICE, session.KindService}
+	kindEndpointSlice            = kind{idEndpointSlice, "EndpointSlice", "endpointSlice", tributaryv1.ObjectKind_OBJECT_KIND_ENDPOINT_SLICE, session.KindEndpointSlice}
+	kindSecret                   = kind{idSecret, "Secret", "secret", tributaryv1.ObjectKind_OBJECT_KIND_SECRET, session.KindSecret}
+	kindTLSCertificateDelegation = kind{idTLSCertificateDelegation, "TLSCertificateDelegation", "tlsCertificateDelegation", tributaryv1.ObjectKind_OBJECT_KIND_TLS_CERTIFICATE_DELEGATION, session.KindTLSCertificateDelegation}
 )
 
-// objectRef locates one object of the request in messages. Its strings are
-// built only when a problem is reported, so valid requests pay nothing.
+// kinds lists every kind by id.
+var kinds = [numKinds]kind{kindExtensionService, kindService, kindEndpointSlice, kindSecret, kindTLSCertificateDelegation}
+
+// kindOf returns the kind an ObjectReference names, if it names one.
+func kindOf(ref tributaryv1.ObjectKind) (kind, bool) {
+	for _, k := range kinds {
+		if k.ref == ref {
+			return k, true
+		}
+	}
+	return kind{}, false
+}
+
+// objectRef locates one object of the client's message in messages: the
+// list holding it ("objects", "batch.upserts", "batch.deletes") and its
+// index there. Its strings are built only when a problem is reported, so
+// valid requests pay nothing.
 type objectRef struct {
+	list  string
 	index int
 	kind  kind
-	meta  *tributaryv1.ObjectMeta
+	// viaKind says the list holds KubernetesObjects, so paths go through the
+	// oneof case ("objects[3].service.metadata.name"); ObjectReferences have
+	// their fields directly ("batch.deletes[3].name").
+	viaKind         bool
+	namespace, name string
 }
 
 // report records a problem with field (a path below the object, such as
@@ -166,14 +195,39 @@ func (r objectRef) report(p *problems, field, reason, text string) {
 		return
 	}
 	label := r.kind.name
-	if ns, name := r.meta.GetNamespace(), r.meta.GetName(); ns != "" && name != "" {
-		label += " " + quote(ns+"/"+name)
+	if r.namespace != "" && r.name != "" {
+		label += " " + quote(r.namespace+"/"+r.name)
 	}
-	p.record(
-		fmt.Sprintf("objects[%d].%s.%s", r.index, r.kind.field, field),
-		reason,
-		fmt.Sprintf("objects[%d] (%s): %s %s", r.index, label, field, text),
-	)
+	element := fmt.Sprintf("%s[%d]", r.list, r.index)
+	path := element + "." + field
+	if r.viaKind {
+		path = element + "." + r.kind.field + "." + field
+	}
+	p.record(path, reason, fmt.Sprintf("%s (%s): %s %s", element, label, field, text))
+}
+
+// checkName checks the namespace and name of the object ref locates,
+// reporting problems at nsField and nameField; it reports whether both are
+// valid.
+func checkName(ref objectRef, p *problems, nsField, nameField string) bool {
+	ok := true
+	switch ns := ref.namespace; {
+	case ns == "":
+		ref.report(p, nsField, ReasonRequired, "is required")
+		ok = false
+	case !isDNS1123Label(ns):
+		ref.report(p, nsField, ReasonInvalidName, quote(ns)+" is not a valid namespace ("+dns1123LabelRule+")")
+		ok = false
+	}
+	switch name := ref.name; {
+	case name == "":
+		ref.report(p, nameField, ReasonRequired, "is required")
+		ok = false
+	case !isDNS1123Subdomain(name):
+		ref.report(p, nameField, ReasonInvalidName, quote(name)+" is not a valid name ("+dns1123SubdomainRule+")")
+		ok = false
+	}
+	return ok
 }
 
 // sizes counts what decodeObjects allocates, so every kind and every
@@ -207,9 +261,26 @@ func countObjects(objects []*tributaryv1.KubernetesObject) sizes {
 	return n
 }
 
-// decoder converts objects into one source.Objects, carving repeated fields
-// out of shared backing arrays.
+// arrayLayout says where a decoder puts the repeated fields inside objects
+// (targets, ports, endpoints, delegations).
+type arrayLayout bool
+
+const (
+	// sharedArrays carves each repeated field out of one exactly sized array
+	// per field: the objects of a Translate request live and die together,
+	// and millions of endpoints cost one allocation.
+	sharedArrays arrayLayout = true
+	// ownArrays gives each object arrays of its own: a Sync session keeps
+	// objects from many batches, and one it keeps must not pin the rest of
+	// its batch.
+	ownArrays arrayLayout = false
+)
+
+// decoder converts objects into one source.Objects.
 type decoder struct {
+	// list is the path of the objects in the client's message, for
+	// problems: "objects" or "batch.upserts".
+	list            string
 	objs            source.Objects
 	targets         []source.ExtensionServiceTarget
 	servicePorts    []source.ServicePort
@@ -222,19 +293,32 @@ type decoder struct {
 }
 
 // carve returns the next n elements of *backing with their capacity capped,
-// so an append by a later stage can never overwrite a neighbour.
+// so an append by a later stage can never overwrite a neighbour. Without a
+// backing array (ownArrays) it allocates n elements.
 func carve[T any](backing *[]T, n int) []T {
 	if n == 0 {
 		return nil
+	}
+	if len(*backing) < n {
+		return make([]T, n)
 	}
 	s := (*backing)[:n:n]
 	*backing = (*backing)[n:]
 	return s
 }
 
-func decodeObjects(objects []*tributaryv1.KubernetesObject, p *problems) *source.Objects {
+// decodeObjects checks objects, found at path list of the client's message,
+// and converts them.
+func decodeObjects(objects []*tributaryv1.KubernetesObject, list string, layout arrayLayout, p *problems) *source.Objects {
+	d := newDecoder(objects, list, layout)
+	d.decode(objects, p)
+	return &d.objs
+}
+
+func newDecoder(objects []*tributaryv1.KubernetesObject, list string, layout arrayLayout) *decoder {
 	n := countObjects(objects)
-	d := decoder{
+	d := &decoder{
+		list: list,
 		objs: source.Objects{
 			ExtensionServices:         make([]source.ExtensionService, 0, n.extensionServices),
 			Services:                  make([]source.Service, 0, n.services),
@@ -242,11 +326,6 @@ func decodeObjects(objects []*tributaryv1.KubernetesObject, p *problems) *source
 			Secrets:                   make([]source.Secret, 0, n.secrets),
 			TLSCertificateDelegations: make([]source.TLSCertificateDelegation, 0, n.delegations),
 		},
-		targets:         make([]source.ExtensionServiceTarget, n.targets),
-		servicePorts:    make([]source.ServicePort, n.servicePorts),
-		endpoints:       make([]source.Endpoint, n.endpoints),
-		endpointPorts:   make([]source.EndpointPort, n.endpointPorts),
-		certDelegations: make([]source.CertificateDelegation, n.certDelegations),
 		seen: [numKinds]map[source.NamespacedName]int{
 			idExtensionService:         make(map[source.NamespacedName]int, n.extensionServices),
 			idService:                  make(map[source.NamespacedName]int, n.services),
@@ -255,6 +334,17 @@ func decodeObjects(objects []*tributaryv1.KubernetesObject, p *problems) *source
 			idTLSCertificateDelegation: make(map[source.NamespacedName]int, n.delegations),
 		},
 	}
+	if layout == sharedArrays {
+		d.targets = make([]source.ExtensionServiceTarget, n.targets)
+		d.servicePorts = make([]source.ServicePort, n.servicePorts)
+		d.endpoints = make([]source.Endpoint, n.endpoints)
+		d.endpointPorts = make([]source.EndpointPort, n.endpointPorts)
+		d.certDelegations = make([]source.CertificateDelegation, n.certDelegations)
+	}
+	return d
+}
+
+func (d *decoder) decode(objects []*tributaryv1.KubernetesObject, p *problems) {
 	for i, o := range objects {
 		switch k := o.GetKind().(type) {
 		case *tributaryv1.KubernetesObject_ExtensionService:
@@ -268,44 +358,30 @@ func decodeObjects(objects []*tributaryv1.KubernetesObject, p *problems) *source
 		case *tributaryv1.KubernetesObject_TlsCertificateDelegation:
 			d.delegation(i, k.TlsCertificateDelegation, p)
 		default:
-			p.count++
-			p.record(fmt.Sprintf("objects[%d]", i), ReasonRequired, fmt.Sprintf(
-				"objects[%d]: kind is required (one of extensionService, service, endpointSlice, secret, tlsCertificateDelegation)", i))
+			p.add(fmt.Sprintf("%s[%d]", d.list, i), ReasonRequired, fmt.Sprintf(
+				"%s[%d]: kind is required (one of extensionService, service, endpointSlice, secret, tlsCertificateDelegation)", d.list, i))
 		}
 	}
-	return &d.objs
+}
+
+// ref locates object i, of kind k and metadata m.
+func (d *decoder) ref(i int, k kind, m *tributaryv1.ObjectMeta) objectRef {
+	return objectRef{list: d.list, index: i, kind: k, viaKind: true, namespace: m.GetNamespace(), name: m.GetName()}
 }
 
 // meta checks an object's metadata and its uniqueness within its kind.
-func (d *decoder) meta(ref objectRef, p *problems) source.Meta {
-	m := ref.meta
+func (d *decoder) meta(ref objectRef, m *tributaryv1.ObjectMeta, p *problems) source.Meta {
 	if m == nil {
 		ref.report(p, "metadata", ReasonRequired, "is required")
 		return source.Meta{}
 	}
-	ok := true
-	switch ns := m.GetNamespace(); {
-	case ns == "":
-		ref.report(p, "metadata.namespace", ReasonRequired, "is required")
-		ok = false
-	case !isDNS1123Label(ns):
-		ref.report(p, "metadata.namespace", ReasonInvalidName, quote(ns)+" is not a valid namespace ("+dns1123LabelRule+")")
-		ok = false
-	}
-	switch name := m.GetName(); {
-	case name == "":
-		ref.report(p, "metadata.name", ReasonRequired, "is required")
-		ok = false
-	case !isDNS1123Subdomain(name):
-		ref.report(p, "metadata.name", ReasonInvalidName, quote(name)+" is not a valid name ("+dns1123SubdomainRule+")")
-		ok = false
-	}
+	ok := checkName(ref, p, "metadata.namespace", "metadata.name")
 	meta := source.Meta{Namespace: m.GetNamespace(), Name: m.GetName(), Generation: m.GetGeneration(), Labels: m.GetLabels()}
 	if ok {
 		key := source.NamespacedName{Namespace: meta.Namespace, Name: meta.Name}
 		seen := d.seen[ref.kind.id]
 		if first, dup := seen[key]; dup {
-			ref.report(p, "metadata.name", ReasonDuplicate, fmt.Sprintf("duplicates objects[%d]: two %ss have the same namespace and name", first, ref.kind.name))
+			ref.report(p, "metadata.name", ReasonDuplicate, fmt.Sprintf("duplicates %s[%d]: two %ss have the same namespace and name", d.list, first, ref.kind.name))
 		} else {
 			seen[key] = ref.index
 		}
@@ -322,8 +398,8 @@ func checkPort(ref objectRef, p *problems, list string, index int, value int32) 
 }
 
 func (d *decoder) extensionService(i int, pb *tributaryv1.ExtensionService, p *problems) {
-	ref := objectRef{index: i, kind: kindExtensionService, meta: pb.GetMetadata()}
-	es := source.ExtensionService{Meta: d.meta(ref, p)}
+	ref := d.ref(i, kindExtensionService, pb.GetMetadata())
+	es := source.ExtensionService{Meta: d.meta(ref, pb.GetMetadata(), p)}
 	spec := pb.GetSpec()
 	targets := spec.GetServices()
 	es.Spec.Services = carve(&d.targets, len(targets))
@@ -351,8 +427,8 @@ func (d *decoder) extensionService(i int, pb *tributaryv1.ExtensionService, p *p
 }
 
 func (d *decoder) service(i int, pb *tributaryv1.Service, p *problems) {
-	ref := objectRef{index: i, kind: kindService, meta: pb.GetMetadata()}
-	svc := source.Service{Meta: d.meta(ref, p)}
+	ref := d.ref(i, kindService, pb.GetMetadata())
+	svc := source.Service{Meta: d.meta(ref, pb.GetMetadata(), p)}
 	spec := pb.GetSpec()
 	svc.Type = spec.GetType()
 	svc.ExternalName = spec.GetExternalName()
@@ -366,9 +442,9 @@ func (d *decoder) service(i int, pb *tributaryv1.Service, p *problems) {
 }
 
 func (d *decoder) endpointSlice(i int, pb *tributaryv1.EndpointSlice, p *problems) {
-	ref := objectRef{index: i, kind: kindEndpointSlice, meta: pb.GetMetadata()}
-	es := source.EndpointSlice{Meta: d.meta(ref, p), AddressType: pb.GetAddressType()}
-	if ref.meta != nil && es.Labels[source.ServiceNameLabel] == "" {
+	ref := d.ref(i, kindEndpointSlice, pb.GetMetadata())
+	es := source.EndpointSlice{Meta: d.meta(ref, pb.GetMetadata(), p), AddressType: pb.GetAddressType()}
+	if pb.GetMetadata() != nil && es.Labels[source.ServiceNameLabel] == "" {
 		ref.report(p, `metadata.labels["`+source.ServiceNameLabel+`"]`, ReasonRequired, "is required")
 	}
 	endpoints := pb.GetEndpoints()
@@ -398,8 +474,8 @@ func (d *decoder) endpointSlice(i int, pb *tributaryv1.EndpointSlice, p *problem
 }
 
 func (d *decoder) secret(i int, pb *tributaryv1.Secret, p *problems) {
-	ref := objectRef{index: i, kind: kindSecret, meta: pb.GetMetadata()}
-	s := source.Secret{Meta: d.meta(ref, p), Type: pb.GetType()}
+	ref := d.ref(i, kindSecret, pb.GetMetadata())
+	s := source.Secret{Meta: d.meta(ref, pb.GetMetadata(), p), Type: pb.GetType()}
 	// Proto3 cannot tell an absent key from an empty one; both read as absent.
 	if b := pb.GetCaCrt(); len(b) > 0 {
 		s.CACrt = b
@@ -411,8 +487,8 @@ func (d *decoder) secret(i int, pb *tributaryv1.Secret, p *problems) {
 }
 
 func (d *decoder) delegation(i int, pb *tributaryv1.TLSCertificateDelegation, p *problems) {
-	ref := objectRef{index: i, kind: kindTLSCertificateDelegation, meta: pb.GetMetadata()}
-	td := source.TLSCertificateDelegation{Meta: d.meta(ref, p)}
+	ref := d.ref(i, kindTLSCertificateDelegation, pb.GetMetadata())
+	td := source.TLSCertificateDelegation{Meta: d.meta(ref, pb.GetMetadata(), p)}
 	dels := pb.GetDelegations()
 	td.Delegations = carve(&d.certDelegations, len(dels))
 	for j, cd := range dels {
@@ -440,17 +516,22 @@ func (p *problems) record(field, reason, message string) {
 	}
 }
 
+// message names the first problem and counts the others.
+func (p *problems) message() string {
+	msg := p.violations[0].Description
+	if p.count > 1 {
+		msg += fmt.Sprintf(" (and %d more problems)", p.count-1)
+	}
+	return msg
+}
+
 // err is nil for a valid request, else InvalidArgument with the first
 // problem as message and the recorded ones as BadRequest details.
 func (p *problems) err() error {
 	if p.count == 0 {
 		return nil
 	}
-	msg := p.violations[0].Description
-	if p.count > 1 {
-		msg += fmt.Sprintf(" (and %d more problems)", p.count-1)
-	}
-	st := status.New(codes.InvalidArgument, msg)
+	st := status.New(codes.InvalidArgument, p.message())
 	if detailed, err := st.WithDetails(&errdetails.BadRequest{FieldViolations: p.violations}); err == nil {
 		st = detailed
 	}
