@@ -1,0 +1,269 @@
+package contour
+
+import (
+	"context"
+	"log/slog"
+	"reflect"
+	"sync"
+	"time"
+
+	clusterv3 "github.com/envoyproxy/go-control-plane/envoy/config/cluster/v3"
+	endpointv3 "github.com/envoyproxy/go-control-plane/envoy/config/endpoint/v3"
+	"k8s.io/apimachinery/pkg/runtime"
+
+	"github.com/tributary-dev/tributary/client"
+	tributaryv1 "github.com/tributary-dev/tributary/gen/go/tributary/v1"
+)
+
+// DefaultDebounce is how long an Adapter collects informer events before it
+// sends them: long enough to put a Deployment rollout's bursts of
+// EndpointSlice updates in one batch, short enough not to delay endpoints.
+const DefaultDebounce = 100 * time.Millisecond
+
+// ClusterSink receives Clusters, as Contour's cluster cache would. changed
+// holds added or changed Clusters (sorted by name), removed the names of
+// Clusters that are gone. It is called only when one of them is non-empty.
+type ClusterSink interface {
+	UpdateClusters(changed []*clusterv3.Cluster, removed []string)
+}
+
+// EndpointSink receives ClusterLoadAssignments, as Contour's EDS cache
+// would, with the same conventions as ClusterSink.
+type EndpointSink interface {
+	UpdateClusterLoadAssignments(changed []*endpointv3.ClusterLoadAssignment, removed []string)
+}
+
+// StatusWriter receives ExtensionService statuses: WriteStatus for a status
+// that is new or changed, RemoveStatus when the ExtensionService was deleted.
+type StatusWriter interface {
+	WriteStatus(namespace, name string, st *tributaryv1.ExtensionServiceStatus)
+	RemoveStatus(namespace, name string)
+}
+
+// AdapterOptions configure an Adapter. Every sink may be nil, to ignore
+// that output.
+type AdapterOptions struct {
+	Clusters  ClusterSink
+	Endpoints EndpointSink
+	Statuses  StatusWriter
+	// Debounce is how long changes wait to be sent after the first of them;
+	// 0 means DefaultDebounce, a negative value sends only on Flush.
+	Debounce time.Duration
+	// UnwrapTombstone returns the object inside a tombstone that OnDelete
+	// received, and whether obj was one. Nil recognises client-go's
+	// cache.DeletedFinalStateUnknown by its shape (a struct with an Obj
+	// field), so the adapter needs no client-go; set it to unwrap anything
+	// else.
+	UnwrapTombstone func(obj any) (any, bool)
+	// OnFlushError receives the errors of automatic flushes (a
+	// *client.BatchRejectedError, or the session's end); nil logs them.
+	OnFlushError func(error)
+	// SyncOptions configure the session; an update handler among them is
+	// replaced by the adapter's.
+	SyncOptions []client.SyncOption
+}
+
+// Adapter turns the informer events Contour already receives into a Sync
+// session, and the session's output into calls on its caches and status
+// writer. Its OnAdd, OnUpdate and OnDelete have the signatures of client-go's
+// cache.ResourceEventHandler, so one Adapter can be registered on the
+// ExtensionService, Service, EndpointSlice, Secret and
+// TLSCertificateDelegation informers; objects of other kinds are ignored.
+//
+// Nothing is sent before the first Flush: call it once every informer has
+// synced, so the first batch holds the complete initial list and no status
+// is ever written from a partial view (an ExtensionService whose Service has
+// not been listed yet is not "unresolved"). After that, changes are sent
+// Debounce after the first of them, in one batch, and each sink is called
+// with only what changed.
+//
+// An Adapter is safe for concurrent use.
+type Adapter struct {
+	session   *client.SyncSession
+	ctx       context.Context
+	clusters  ClusterSink
+	endpoints EndpointSink
+	statuses  StatusWriter
+	debounce  time.Duration
+	unwrap    func(any) (any, bool)
+	onError   func(error)
+
+	mu sync.Mutex
+	// started is set by the first Flush: from then on changes flush by
+	// themselves.
+	started bool
+	// dirty marks changes not yet taken by a flush.
+	dirty bool
+	// scheduled is set while an automatic flush waits or runs; one at a time.
+	scheduled bool
+	closed    bool
+	timer     *time.Timer
+	flushes   sync.WaitGroup
+}
+
+// NewAdapter opens a Sync session over c under settings and returns an
+// Adapter feeding it. The session lives until ctx ends or Close is called.
+func NewAdapter(ctx context.Context, c *client.Client, settings *Config, opts AdapterOptions) *Adapter {
+	a := &Adapter{
+		ctx:       ctx,
+		clusters:  opts.Clusters,
+		endpoints: opts.Endpoints,
+		statuses:  opts.Statuses,
+		debounce:  opts.Debounce,
+		unwrap:    opts.UnwrapTombstone,
+		onError:   opts.OnFlushError,
+	}
+	if a.debounce == 0 {
+		a.debounce = DefaultDebounce
+	}
+	if a.unwrap == nil {
+		a.unwrap = unwrapByShape
+	}
+	if a.onError == nil {
+		a.onError = func(err error) { slog.Default().Error("tributary: sending informer changes failed", "error", err) }
+	}
+	syncOpts := append(append([]client.SyncOption{}, opts.SyncOptions...), client.WithUpdateHandler(a.apply))
+	a.session = c.Sync(ctx, Settings(settings), syncOpts...)
+	return a
+}
+
+// OnAdd upserts obj. isInInitialList changes nothing: until the first
+// Flush, nothing is sent anyway.
+func (a *Adapter) OnAdd(obj any, isInInitialList bool) { a.upsert(obj) }
+
+// OnUpdate upserts newObj; a resync that changes nothing sends nothing.
+func (a *Adapter) OnUpdate(oldObj, newObj any) { a.upsert(newObj) }
+
+// OnDelete deletes obj, which may be a tombstone (see
+// AdapterOptions.UnwrapTombstone).
+func (a *Adapter) OnDelete(obj any) {
+	o, ok := convert(obj)
+	if !ok {
+		inner, isTombstone := a.unwrap(obj)
+		if !isTombstone {
+			return
+		}
+		if o, ok = convert(inner); !ok {
+			return
+		}
+	}
+	a.session.Delete(client.Reference(o))
+	a.changed()
+}
+
+func (a *Adapter) upsert(obj any) {
+	o, ok := convert(obj)
+	if !ok {
+		return
+	}
+	a.session.Upsert(o)
+	a.changed()
+}
+
+func convert(obj any) (*tributaryv1.KubernetesObject, bool) {
+	ro, ok := obj.(runtime.Object)
+	if !ok {
+		return nil, false
+	}
+	return Object(ro)
+}
+
+// unwrapByShape recognises client-go's cache.DeletedFinalStateUnknown (a
+// struct, or pointer to one, with a Key and an interface-typed Obj field)
+// without importing client-go, which this module does not otherwise need.
+func unwrapByShape(obj any) (any, bool) {
+	v := reflect.ValueOf(obj)
+	if v.Kind() == reflect.Pointer && !v.IsNil() {
+		v = v.Elem()
+	}
+	if v.Kind() != reflect.Struct {
+		return nil, false
+	}
+	key, inner := v.FieldByName("Key"), v.FieldByName("Obj")
+	if !key.IsValid() || key.Kind() != reflect.String || !inner.IsValid() || inner.Kind() != reflect.Interface || !inner.CanInterface() {
+		return nil, false
+	}
+	return inner.Interface(), true
+}
+
+// Flush sends every change not yet sent and waits for the answer (see
+// client.SyncSession.Flush); the sinks have been called when it returns. The
+// first Flush also turns on automatic flushing.
+func (a *Adapter) Flush(ctx context.Context) error {
+	a.mu.Lock()
+	a.started = true
+	a.dirty = false
+	a.mu.Unlock()
+	return a.session.Flush(ctx)
+}
+
+// Session returns the underlying session, for its View and Err.
+func (a *Adapter) Session() *client.SyncSession { return a.session }
+
+// Close stops automatic flushing and ends the session.
+func (a *Adapter) Close() {
+	a.mu.Lock()
+	a.closed = true
+	if a.timer != nil && a.timer.Stop() {
+		a.flushes.Done()
+	}
+	a.mu.Unlock()
+	a.session.Close()
+	a.flushes.Wait()
+}
+
+// changed records a change and, once started, arms the debounce timer
+// unless a flush is already waiting or running; a flush that finds changes
+// made while it ran arms it again.
+func (a *Adapter) changed() {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.dirty = true
+	a.schedule()
+}
+
+// schedule arms an automatic flush. Called with a.mu held.
+func (a *Adapter) schedule() {
+	if !a.started || a.scheduled || a.closed || a.debounce < 0 {
+		return
+	}
+	a.scheduled = true
+	a.flushes.Add(1)
+	a.timer = time.AfterFunc(a.debounce, a.autoFlush)
+}
+
+func (a *Adapter) autoFlush() {
+	defer a.flushes.Done()
+	a.mu.Lock()
+	a.dirty = false
+	a.mu.Unlock()
+	if err := a.session.Flush(a.ctx); err != nil {
+		a.onError(err)
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.scheduled = false
+	if a.dirty {
+		a.schedule()
+	}
+}
+
+// apply hands one update to the sinks: Clusters first, so a cache that
+// pushes as it goes never sends a ClusterLoadAssignment for a Cluster Envoy
+// does not have yet.
+func (a *Adapter) apply(u client.Update) {
+	if a.clusters != nil && (len(u.Clusters) > 0 || len(u.RemovedClusters) > 0) {
+		a.clusters.UpdateClusters(u.Clusters, u.RemovedClusters)
+	}
+	if a.endpoints != nil && (len(u.ClusterLoadAssignments) > 0 || len(u.RemovedClusterLoadAssignments) > 0) {
+		a.endpoints.UpdateClusterLoadAssignments(u.ClusterLoadAssignments, u.RemovedClusterLoadAssignments)
+	}
+	if a.statuses != nil {
+		for _, st := range u.Statuses {
+			a.statuses.WriteStatus(st.GetNamespace(), st.GetName(), st)
+		}
+		for _, n := range u.RemovedStatuses {
+			a.statuses.RemoveStatus(n.Namespace, n.Name)
+		}
+	}
+}
