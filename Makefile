@@ -7,6 +7,7 @@ SHELL := bash
 
 GO ?= go
 BUF := tools/buf/node_modules/.bin/buf
+PROTOC_GEN_ES := client/node/node_modules/.bin/protoc-gen-es
 GO_TOOLS := bin/golangci-lint bin/grpcurl bin/benchstat
 
 TEST_TIMEOUT ?= 10m
@@ -25,10 +26,15 @@ help: ## list the targets
 ## Tools: pinned versions, installed once, reinstalled when their pins change.
 
 .PHONY: tools
-tools: $(BUF) $(GO_TOOLS) ## install buf (npm) and the Go tools into ./bin
+tools: $(BUF) $(PROTOC_GEN_ES) $(GO_TOOLS) ## install buf and the Node client's packages (npm), and the Go tools into ./bin
 
 $(BUF): tools/buf/package.json tools/buf/package-lock.json
 	cd tools/buf && npm ci --no-audit --no-fund
+	touch $@
+
+# The Node client's packages, protoc-gen-es among them (client/node/package-lock.json).
+$(PROTOC_GEN_ES): client/node/package.json client/node/package-lock.json
+	cd client/node && npm ci --no-audit --no-fund
 	touch $@
 
 # The Go tools come from their own module (tools/go.mod) so that their
@@ -40,19 +46,24 @@ $(GO_TOOLS) &: tools/go.mod tools/go.sum
 ## Code generation
 
 .PHONY: generate
-generate: $(BUF) ## regenerate gen/ from proto/
+generate: $(BUF) $(PROTOC_GEN_ES) ## regenerate gen/ and client/node/gen/ from proto/
 	$(BUF) generate
 
-# check-generated regenerates into a scratch directory and compares it with
-# gen/, so a stale or hand-edited gen/ fails without touching the work tree.
+# GENERATED lists every directory buf.gen.yaml writes. check-generated
+# regenerates into a scratch directory and compares each with the work tree,
+# so stale or hand-edited generated code fails without touching the tree.
+GENERATED := gen client/node/gen
+
 .PHONY: check-generated
-check-generated: $(BUF) ## fail if gen/ is not what proto/ generates
+check-generated: $(BUF) $(PROTOC_GEN_ES) ## fail if gen/ or client/node/gen/ is not what proto/ generates
 	@scratch=$$(mktemp -d); trap 'rm -rf "$$scratch"' EXIT; \
 	$(BUF) generate --output "$$scratch"; \
-	if ! diff -r gen "$$scratch/gen"; then \
-		echo "gen/ is stale: run 'make generate' and commit the result." >&2; exit 1; \
-	fi; \
-	echo "gen/ matches proto/"
+	for dir in $(GENERATED); do \
+		if ! diff -r "$$dir" "$$scratch/$$dir"; then \
+			echo "$$dir/ is stale: run 'make generate' and commit the result." >&2; exit 1; \
+		fi; \
+	done; \
+	echo "$(GENERATED) match proto/"
 
 ## Checks
 
@@ -81,11 +92,19 @@ go-test: ## go test -race only (fuzz targets run on their seed corpus)
 	$(GO) test -race -count=1 -timeout $(TEST_TIMEOUT) ./...
 
 .PHONY: test
-test: tools ## everything CI checks: check-generated, vet, lint, go-test
+# node-test runs the Node client's tests against bin/tributary, which they
+# start themselves (without TRIBUTARY_BIN they build their own).
+.PHONY: node-test
+node-test: build $(PROTOC_GEN_ES) ## the Node client's tests (node --test in client/node)
+	cd client/node && TRIBUTARY_BIN=$(CURDIR)/bin/tributary node --test
+
+.PHONY: test
+test: tools ## everything CI checks: check-generated, vet, lint, go-test, node-test
 	$(call stage,check-generated)
 	$(call stage,vet)
 	$(call stage,lint)
 	$(call stage,go-test)
+	$(call stage,node-test)
 
 ## Build and run
 
