@@ -3,9 +3,13 @@ package server
 import (
 	"fmt"
 
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/encoding/protojson"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/reflect/protoregistry"
+
+	tributaryv1 "github.com/tributary-dev/tributary/gen/go/tributary/v1"
 )
 
 // jsonRenderer writes Envoy's JSON field names (lowerCamelCase, as Envoy's
@@ -38,4 +42,23 @@ func renderJSON(typeURL string, body []byte) (string, error) {
 		return "", fmt.Errorf("render %s as JSON: %w", typeURL, err)
 	}
 	return string(j), nil
+}
+
+// addJSON sets Resource.json on every resource of lists, for a request that
+// set include_json (TranslateRequest or SyncStart). It runs after encoding
+// and leaves the Any untouched, so the bytes and versions are those of a
+// request without JSON. A resource that cannot be rendered fails the call
+// with Internal: it is a server bug, and a partial answer would look like
+// a complete one.
+func addJSON(lists ...[]*tributaryv1.Resource) error {
+	for _, list := range lists {
+		for _, r := range list {
+			j, err := renderJSON(r.GetResource().GetTypeUrl(), r.GetResource().GetValue())
+			if err != nil {
+				return status.Errorf(codes.Internal, "resource %q: %v", r.GetName(), err)
+			}
+			r.Json = j
+		}
+	}
+	return nil
 }

@@ -7,10 +7,15 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/encoding/protojson"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/reflect/protoregistry"
 	"google.golang.org/protobuf/testing/protocmp"
+	"google.golang.org/protobuf/types/known/anypb"
+
+	tributaryv1 "github.com/tributary-dev/tributary/gen/go/tributary/v1"
 )
 
 // TestRenderJSON renders the resources of a real translation and compares
@@ -145,5 +150,42 @@ func TestRenderJSONErrors(t *testing.T) {
 				t.Errorf("error %q does not name %q", err, tc.wantInError)
 			}
 		})
+	}
+}
+
+// TestAddJSON checks that addJSON fills in every resource's JSON from its
+// own Any and changes nothing else.
+func TestAddJSON(t *testing.T) {
+	resp, err := NewTranslationService().Translate(context.Background(), smallRequest())
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := proto.Clone(resp).(*tributaryv1.TranslateResponse)
+	for _, r := range append(want.GetClusters(), want.GetClusterLoadAssignments()...) {
+		if r.Json, err = renderJSON(r.GetResource().GetTypeUrl(), r.GetResource().GetValue()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := addJSON(resp.GetClusters(), resp.GetClusterLoadAssignments()); err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(want, resp, protocmp.Transform()); diff != "" {
+		t.Errorf("addJSON mismatch (-want +got):\n%s", diff)
+	}
+	for _, r := range append(resp.GetClusters(), resp.GetClusterLoadAssignments()...) {
+		if r.GetJson() == "" {
+			t.Errorf("%s %q has no JSON", r.GetResource().GetTypeUrl(), r.GetName())
+		}
+	}
+}
+
+func TestAddJSONFailsWithInternal(t *testing.T) {
+	broken := &tributaryv1.Resource{Name: "extension/ns/broken", Resource: &anypb.Any{
+		TypeUrl: "type.googleapis.com/envoy.config.cluster.v3.Cluster",
+		Value:   []byte{0x0a, 0x05, 'a'},
+	}}
+	err := addJSON([]*tributaryv1.Resource{broken})
+	if status.Code(err) != codes.Internal || !strings.Contains(err.Error(), "extension/ns/broken") {
+		t.Errorf("addJSON = %v, want Internal naming the resource", err)
 	}
 }
