@@ -455,7 +455,13 @@ func TestSyncRejected(t *testing.T) {
 	if err := s.Flush(t.Context()); err != nil {
 		t.Fatalf("Flush with nothing to send: %v", err)
 	}
-	// ...and the next batch is accepted (it would be refused again if the
+	// ...and the refused object is not remembered as sent: upserting it
+	// again sends it again, and it is refused again.
+	s.Upsert(object(&tributaryv1.Service{Metadata: meta("")}))
+	if err := s.Flush(t.Context()); !errors.As(err, &rejected) || rejected.BatchID != 3 {
+		t.Fatalf("Flush of the same malformed Service: got %v, want batch 3 rejected", err)
+	}
+	// The next valid batch is accepted (it would be refused again if the
 	// nameless Service were still desired).
 	d.upsert(s, slice("v1-a", "v1", "10.0.0.3"))
 	flush(t, s)
