@@ -63,6 +63,81 @@ func decodeRequest(req *tributaryv1.TranslateRequest) (*source.Objects, source.S
 	return objs, settings, nil
 }
 
+// decodeStart checks a SyncStart's settings like a TranslateRequest's,
+// reporting problems at "start.settings...". A bad setting fails the whole
+// stream with InvalidArgument: without settings there is no session.
+func decodeStart(start *tributaryv1.SyncStart) (source.Settings, error) {
+	var p problems
+	settings := decodeSettings(start.GetSettings(), "start.settings", &p)
+	return settings, p.err()
+}
+
+// maxBatchObjects bounds the upserts and deletes of one SyncBatch. A batch
+// is applied in one step on the session's goroutine, so the bound also
+// bounds how long one batch holds the session (the message size limit alone
+// would let through a million tiny deletes).
+const maxBatchObjects = 100_000
+
+// decodeBatch checks a SyncBatch and converts it into a session.Batch;
+// problems go to p and the result is then of no use.
+//
+// Every upsert passes exactly the checks of a Translate request's objects,
+// reported at "batch.upserts[i]...". Beyond those: every delete names a kind
+// and a valid namespace and name, and no object appears twice in one batch
+// (upserted twice, deleted twice, or both upserted and deleted), since the
+// batch would then not say what the object becomes. The result gives every
+// object arrays of its own (see ownArrays) and aliases pb's strings, maps
+// and optional-field pointers: pb must not change afterwards.
+func decodeBatch(pb *tributaryv1.SyncBatch, p *problems) *session.Batch {
+	upserts, deletes := pb.GetUpserts(), pb.GetDeletes()
+	if n := len(upserts) + len(deletes); n > maxBatchObjects {
+		p.add("batch", ReasonOutOfRange, fmt.Sprintf("batch holds %d upserts and deletes; a batch holds at most %d", n, maxBatchObjects))
+		return nil
+	}
+	d := newDecoder(upserts, "batch.upserts", ownArrays)
+	d.decode(upserts, p)
+	b := &session.Batch{Upserts: d.objs}
+	if len(deletes) == 0 {
+		return b
+	}
+	b.Deletes = make([]session.Ref, 0, len(deletes))
+	var deleted [numKinds]map[source.NamespacedName]int
+	for i, del := range deletes {
+		k, known := kindOf(del.GetKind())
+		if !known {
+			field := fmt.Sprintf("batch.deletes[%d].kind", i)
+			if del.GetKind() == tributaryv1.ObjectKind_OBJECT_KIND_UNSPECIFIED {
+				p.add(field, ReasonRequired, fmt.Sprintf("batch.deletes[%d]: kind is required (%s)", i, knownObjectKinds))
+			} else {
+				p.add(field, ReasonOutOfRange, fmt.Sprintf("batch.deletes[%d]: kind %d is not a known kind (%s)", i, del.GetKind(), knownObjectKinds))
+			}
+			continue
+		}
+		ref := objectRef{list: "batch.deletes", index: i, kind: k, namespace: del.GetNamespace(), name: del.GetName()}
+		if !checkName(ref, p, "namespace", "name") {
+			continue
+		}
+		key := source.NamespacedName{Namespace: ref.namespace, Name: ref.name}
+		if j, both := d.seen[k.id][key]; both {
+			ref.report(p, "name", ReasonDuplicate, fmt.Sprintf("duplicates batch.upserts[%d]: a batch cannot both upsert and delete an object", j))
+			continue
+		}
+		if deleted[k.id] == nil {
+			deleted[k.id] = map[source.NamespacedName]int{}
+		}
+		if j, twice := deleted[k.id][key]; twice {
+			ref.report(p, "name", ReasonDuplicate, fmt.Sprintf("duplicates batch.deletes[%d]: two deletes name the same %s", j, k.name))
+			continue
+		}
+		deleted[k.id][key] = i
+		b.Deletes = append(b.Deletes, session.Ref{Kind: k.session, Name: key})
+	}
+	return b
+}
+
+// knownObjectKinds lists the valid ObjectKinds, for messages.
+const knownObjectKinds = "one of OBJECT_KIND_EXTENSION_SERVICE, OBJECT_KIND_SERVICE, OBJECT_KIND_ENDPOINT_SLICE, OBJECT_KIND_SECRET, OBJECT_KIND_TLS_CERTIFICATE_DELEGATION"
+
 // decodeSettings checks pb, found at path at of the client's message
 // ("settings" in a TranslateRequest, "start.settings" in a SyncRequest).
 func decodeSettings(pb *tributaryv1.Settings, at string, p *problems) source.Settings {

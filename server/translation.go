@@ -11,8 +11,10 @@ import (
 	"github.com/tributary-dev/tributary/translate"
 )
 
-// translationService implements TranslationService over translate.Translate.
-// It holds no state: every request is translated on its own.
+// translationService implements TranslationService: Translate over
+// translate.Translate, Sync over package session (see sync.go). It holds no
+// state of its own: a Translate request is translated on its own, and a
+// Sync session lives exactly as long as its stream.
 type translationService struct {
 	tributaryv1.UnimplementedTranslationServiceServer
 }

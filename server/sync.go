@@ -1,0 +1,293 @@
+package server
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"runtime/debug"
+	"sync"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
+	tributaryv1 "github.com/tributary-dev/tributary/gen/go/tributary/v1"
+	"github.com/tributary-dev/tributary/session"
+	"github.com/tributary-dev/tributary/source"
+	"github.com/tributary-dev/tributary/translate"
+)
+
+// maxUnansweredBatches bounds how many applied batches may wait for the
+// delta that answers them. Their deltas merge in the Outbox whatever their
+// number; what each one adds is only the batch id to echo. Past the bound
+// the server stops reading the stream until the client reads, and HTTP/2
+// flow control then stalls the client's writes.
+const maxUnansweredBatches = 4096
+
+// Sync runs one session: see the TranslationService contract. The stream
+// ends
+//   - with InvalidArgument, before anything is applied, when the first
+//     message is not a SyncStart or its settings are malformed (there is no
+//     session without settings);
+//   - with FailedPrecondition when a second SyncStart comes: settings are
+//     fixed for a session's life, and a client that wants others opens a new
+//     stream. Deltas for the batches before it are sent first;
+//   - with InvalidArgument when a SyncRequest holds neither a start nor a
+//     batch, likewise after the earlier deltas;
+//   - with OK once the client half-closes and every delta has been sent
+//     (a client that half-closes before its SyncStart gets OK and nothing);
+//   - with the stream's error when the client cancels or goes away.
+//
+// A malformed batch is answered with a BatchRejected and the stream goes on.
+// Answers come in the order of the batches they cover: a rejection follows
+// the deltas of every earlier batch and precedes those of every later one.
+//
+// Two goroutines share the call: a receiver that decodes and applies
+// batches and puts their deltas into a session.Outbox, and the handler's own
+// goroutine, which takes merged deltas out and sends them. A client that
+// writes faster than it reads thus blocks only the sender; the receiver goes
+// on applying, and the Outbox merges what waits per resource, so memory is
+// bounded by the size of the output rather than the number of batches.
+// Rejections cannot merge, so the receiver waits for each to be sent.
+func (translationService) Sync(stream grpc.BidiStreamingServer[tributaryv1.SyncRequest, tributaryv1.SyncResponse]) error {
+	first, err := stream.Recv()
+	if errors.Is(err, io.EOF) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	start := first.GetStart()
+	if start == nil {
+		return status.Error(codes.InvalidArgument, "the first message of a Sync stream must be a start (SyncStart)")
+	}
+	settings, err := decodeStart(start)
+	if err != nil {
+		return err
+	}
+
+	ctx, cancel := context.WithCancel(stream.Context())
+	defer cancel()
+	s := newSyncCall(stream, settings)
+	// The waits below are on a condition variable, which a context cannot
+	// interrupt: wake them when the call ends.
+	context.AfterFunc(ctx, func() {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		s.over = true
+		s.changed.Broadcast()
+	})
+	// The receiver outlives the handler only while it is in Recv or Apply:
+	// gRPC ends Recv once the handler returns, and it then exits.
+	go s.receive()
+	return s.send(ctx)
+}
+
+// syncCall is the state of one Sync call shared by its receiver and its
+// sender (see Sync).
+type syncCall struct {
+	stream  grpc.BidiStreamingServer[tributaryv1.SyncRequest, tributaryv1.SyncResponse]
+	session *session.Session // the receiver's alone
+	outbox  *session.Outbox
+
+	mu sync.Mutex
+	// changed is broadcast whenever a field below changes.
+	changed sync.Cond
+	// applied counts the batches put into the outbox, answered those that
+	// sent deltas cover. Batch seq (counting from 1) was the client's batch
+	// batchIDs[seq%maxUnansweredBatches], for answered < seq <= applied.
+	applied, answered uint64
+	batchIDs          [maxUnansweredBatches]uint64
+	// rejection waits to be sent; the receiver applies nothing meanwhile.
+	rejection *tributaryv1.BatchRejected
+	// received is set when the receiver has stopped; end is then nil (the
+	// client half-closed) or the error that ends the stream.
+	received bool
+	end      error
+	// panicked holds a panic of the receiver, with its stack, for the
+	// handler's goroutine to raise again: the recovery interceptor then logs
+	// it and answers Internal, instead of the process crashing.
+	panicked any
+	// over is set when the call has ended.
+	over bool
+}
+
+func newSyncCall(stream grpc.BidiStreamingServer[tributaryv1.SyncRequest, tributaryv1.SyncResponse], settings source.Settings) *syncCall {
+	s := &syncCall{stream: stream, session: session.New(settings), outbox: session.NewOutbox()}
+	s.changed.L = &s.mu
+	return s
+}
+
+// receive reads and applies batches until the stream ends.
+func (s *syncCall) receive() {
+	var end error
+	defer func() {
+		p := recover()
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		s.received, s.end = true, end
+		if p != nil {
+			s.panicked = fmt.Sprintf("%v\n\nin the goroutine receiving Sync batches:\n%s", p, debug.Stack())
+		}
+		s.changed.Broadcast()
+	}()
+	end = s.receiveBatches()
+}
+
+// receiveBatches returns nil when the client half-closes, else why the
+// stream ends.
+func (s *syncCall) receiveBatches() error {
+	for {
+		req, err := s.stream.Recv()
+		if errors.Is(err, io.EOF) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		switch m := req.GetMessage().(type) {
+		case *tributaryv1.SyncRequest_Batch:
+			if !s.apply(m.Batch) {
+				return nil
+			}
+		case *tributaryv1.SyncRequest_Start:
+			return status.Error(codes.FailedPrecondition, "a Sync stream takes one start (SyncStart), as its first message; open a new stream for other settings")
+		default:
+			return status.Error(codes.InvalidArgument, "a SyncRequest must hold a start or a batch")
+		}
+	}
+}
+
+// apply applies one batch and puts its delta into the outbox, or, when the
+// batch is malformed, hands its rejection to the sender and waits until it
+// is sent. It returns false once the call is over.
+func (s *syncCall) apply(pb *tributaryv1.SyncBatch) bool {
+	// Only this file's bookkeeping runs under the lock, so a panic elsewhere
+	// never leaves it held.
+	var p problems
+	b := decodeBatch(pb, &p)
+	if p.count > 0 {
+		r := rejection(pb.GetId(), &p)
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		s.rejection = r
+		s.changed.Broadcast()
+		for s.rejection != nil && !s.over {
+			s.changed.Wait()
+		}
+		return !s.over
+	}
+	s.mu.Lock()
+	for s.applied-s.answered >= maxUnansweredBatches && !s.over {
+		s.changed.Wait()
+	}
+	over := s.over
+	seq := s.applied + 1
+	s.batchIDs[seq%maxUnansweredBatches] = pb.GetId()
+	s.mu.Unlock()
+	if over {
+		return false
+	}
+	s.outbox.Put(seq, s.session.Apply(b))
+	s.mu.Lock()
+	s.applied = seq
+	s.changed.Broadcast()
+	s.mu.Unlock()
+	return true
+}
+
+// send sends deltas and rejections in order until the stream ends.
+func (s *syncCall) send(ctx context.Context) error {
+	// version is the version of the output the client has: it changes with
+	// the output, so an empty acknowledgement repeats it.
+	var version string
+	fullState := true
+	for {
+		s.mu.Lock()
+		for !s.over && s.panicked == nil && s.applied == s.answered && s.rejection == nil && !s.received {
+			s.changed.Wait()
+		}
+		switch {
+		case s.panicked != nil:
+			p := s.panicked
+			s.mu.Unlock()
+			panic(p)
+		case s.over:
+			s.mu.Unlock()
+			return status.FromContextError(ctx.Err()).Err()
+		case s.applied > s.answered:
+			// Deltas first: while a rejection waits, nothing more is applied,
+			// so these cover exactly the batches before it.
+			s.mu.Unlock()
+			seq, d, err := s.outbox.Take(ctx)
+			if err != nil {
+				return status.FromContextError(err).Err()
+			}
+			s.mu.Lock()
+			batchID := s.batchIDs[seq%maxUnansweredBatches]
+			s.answered = seq
+			s.changed.Broadcast()
+			s.mu.Unlock()
+			if fullState || !d.Empty() {
+				version = session.NextVersion()
+			}
+			if err := s.stream.Send(encodeDelta(batchID, fullState, version, &d)); err != nil {
+				return err
+			}
+			fullState = false
+		case s.rejection != nil:
+			r := s.rejection
+			s.mu.Unlock()
+			if err := s.stream.Send(&tributaryv1.SyncResponse{Message: &tributaryv1.SyncResponse_Rejected{Rejected: r}}); err != nil {
+				return err
+			}
+			s.mu.Lock()
+			s.rejection = nil
+			s.changed.Broadcast()
+			s.mu.Unlock()
+		default: // received, and everything sent
+			end := s.end
+			s.mu.Unlock()
+			return end
+		}
+	}
+}
+
+// encodeDelta converts a Delta into a response. Resources are encoded like
+// Translate's, their bytes used as they are.
+func encodeDelta(batchID uint64, fullState bool, version string, d *session.Delta) *tributaryv1.SyncResponse {
+	return &tributaryv1.SyncResponse{Message: &tributaryv1.SyncResponse_Delta{Delta: &tributaryv1.SyncDelta{
+		BatchId:                       batchID,
+		FullState:                     fullState,
+		Version:                       version,
+		Clusters:                      encodeResources(d.Clusters, translate.ClusterType),
+		ClusterLoadAssignments:        encodeResources(d.ClusterLoadAssignments, translate.ClusterLoadAssignmentType),
+		RemovedClusters:               d.RemovedClusters,
+		RemovedClusterLoadAssignments: d.RemovedClusterLoadAssignments,
+		Statuses:                      encodeStatuses(d.Statuses),
+		RemovedStatuses:               encodeRemovedStatuses(d.RemovedStatuses),
+	}}}
+}
+
+func encodeRemovedStatuses(names []source.NamespacedName) []*tributaryv1.ObjectReference {
+	if len(names) == 0 {
+		return nil
+	}
+	out := make([]*tributaryv1.ObjectReference, len(names))
+	for i, n := range names {
+		out[i] = &tributaryv1.ObjectReference{Kind: tributaryv1.ObjectKind_OBJECT_KIND_EXTENSION_SERVICE, Namespace: n.Namespace, Name: n.Name}
+	}
+	return out
+}
+
+// rejection is the BatchRejected for batch batchID with problems p: the
+// message and violations a Translate request would get in its
+// InvalidArgument status.
+func rejection(batchID uint64, p *problems) *tributaryv1.BatchRejected {
+	r := &tributaryv1.BatchRejected{BatchId: batchID, Message: p.message(), Violations: make([]*tributaryv1.FieldViolation, len(p.violations))}
+	for i, v := range p.violations {
+		r.Violations[i] = &tributaryv1.FieldViolation{Field: v.GetField(), Reason: v.GetReason(), Description: v.GetDescription()}
+	}
+	return r
+}
