@@ -92,10 +92,12 @@ go-test: ## go test -race only (fuzz targets run on their seed corpus)
 	$(GO) test -race -count=1 -timeout $(TEST_TIMEOUT) ./...
 
 .PHONY: test
-# node-test runs the Node client's tests against bin/tributary, which they
-# start themselves (without TRIBUTARY_BIN they build their own).
+# node-test type-checks the Node client's JSDoc, then runs its tests against
+# bin/tributary, which they start themselves (without TRIBUTARY_BIN they
+# build their own).
 .PHONY: node-test
-node-test: build $(PROTOC_GEN_ES) ## the Node client's tests (node --test in client/node)
+node-test: build $(PROTOC_GEN_ES) ## the Node client's type check and tests (client/node)
+	cd client/node && npm run --silent typecheck
 	cd client/node && TRIBUTARY_BIN=$(CURDIR)/bin/tributary node --test
 
 .PHONY: test

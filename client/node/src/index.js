@@ -15,5 +15,17 @@ export { CLUSTER_TYPE, CLUSTER_LOAD_ASSIGNMENT_TYPE, MalformedResponseError } fr
 export * from "../gen/tributary/v1/objects_pb.js";
 export * from "../gen/tributary/v1/settings_pb.js";
 export * from "../gen/tributary/v1/translation_pb.js";
+
+/**
+ * @typedef {import("./resources.js").EnvoyResource} EnvoyResource
+ * @typedef {import("./client.js").Translation} Translation
+ * @typedef {import("./client.js").ClientOptions} ClientOptions
+ * @typedef {import("./sync.js").SyncUpdate} SyncUpdate
+ * @typedef {import("./sync.js").SyncDeltaUpdate} SyncDeltaUpdate
+ * @typedef {import("./sync.js").SyncRejectedUpdate} SyncRejectedUpdate
+ * @typedef {import("./sync.js").SyncBatchInit} SyncBatchInit
+ * @typedef {import("./errors.js").FieldViolation} FieldViolation
+ */
+
 export { Code, ConnectError } from "@connectrpc/connect";
 export { create, fromJson, toJson } from "@bufbuild/protobuf";

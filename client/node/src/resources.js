@@ -48,6 +48,7 @@ export class MalformedResponseError extends Error {
  * The JSON field that holds each type's resource name: checking it against
  * Resource.name catches a server that lists a resource under the wrong name.
  */
+/** @type {Record<string, string>} */
 const NAME_FIELD = {
   [CLUSTER_TYPE]: "name",
   [CLUSTER_LOAD_ASSIGNMENT_TYPE]: "clusterName",

@@ -141,7 +141,7 @@ export class SyncSession {
   /**
    * Use TributaryClient.sync().
    *
-   * @param {any} rpc a Connect client for TranslationService
+   * @param {import("@connectrpc/connect").Client<typeof import("../gen/tributary/v1/translation_pb.js").TranslationService>} rpc
    * @param {{settings?: SettingsInit | Settings, includeJson: boolean, signal?: AbortSignal}} options
    */
   constructor(rpc, options) {
