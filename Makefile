@@ -51,7 +51,8 @@ generate: $(BUF) $(PROTOC_GEN_ES) ## regenerate gen/ and client/node/gen/ from p
 
 # GENERATED lists every directory buf.gen.yaml writes. check-generated
 # regenerates into a scratch directory and compares each with the work tree,
-# so stale or hand-edited generated code fails without touching the tree.
+# so stale or hand-edited generated code fails without touching the tree
+# (Python's bytecode caches aside).
 GENERATED := gen client/node/gen
 
 .PHONY: check-generated
@@ -59,7 +60,7 @@ check-generated: $(BUF) $(PROTOC_GEN_ES) ## fail if gen/ or client/node/gen/ is 
 	@scratch=$$(mktemp -d); trap 'rm -rf "$$scratch"' EXIT; \
 	$(BUF) generate --output "$$scratch"; \
 	for dir in $(GENERATED); do \
-		if ! diff -r "$$dir" "$$scratch/$$dir"; then \
+		if ! diff -r --exclude=__pycache__ "$$dir" "$$scratch/$$dir"; then \
 			echo "$$dir/ is stale: run 'make generate' and commit the result." >&2; exit 1; \
 		fi; \
 	done; \
@@ -91,7 +92,6 @@ lint: buf-lint bin/golangci-lint ## buf-lint and golangci-lint (.golangci.yml)
 go-test: ## go test -race only (fuzz targets run on their seed corpus)
 	$(GO) test -race -count=1 -timeout $(TEST_TIMEOUT) ./...
 
-.PHONY: test
 # node-test type-checks the Node client's JSDoc, then runs its tests against
 # bin/tributary, which they start themselves (without TRIBUTARY_BIN they
 # build their own).
@@ -100,13 +100,23 @@ node-test: build $(PROTOC_GEN_ES) ## the Node client's type check and tests (cli
 	cd client/node && npm run --silent typecheck
 	cd client/node && TRIBUTARY_BIN=$(CURDIR)/bin/tributary node --test
 
+# python-test runs the Python client's tests against bin/tributary. Debian's
+# python3 is the one with python3-grpcio and python3-protobuf.
+PYTHON ?= /usr/bin/python3
+
+.PHONY: python-test
+python-test: build ## the Python client's tests (client/python)
+	TRIBUTARY_BIN=$(CURDIR)/bin/tributary PYTHONPATH=gen/python:client/python PYTHONDONTWRITEBYTECODE=1 \
+		$(PYTHON) -m unittest discover -s client/python -v
+
 .PHONY: test
-test: tools ## everything CI checks: check-generated, vet, lint, go-test, node-test
+test: tools ## everything CI checks: check-generated, vet, lint, go-test, node-test, python-test
 	$(call stage,check-generated)
 	$(call stage,vet)
 	$(call stage,lint)
 	$(call stage,go-test)
 	$(call stage,node-test)
+	$(call stage,python-test)
 
 ## Build and run
 
