@@ -40,6 +40,7 @@ const maxUnansweredBatches = 4096
 //   - with the stream's error when the client cancels or goes away.
 //
 // A malformed batch is answered with a BatchRejected and the stream goes on.
+// A SyncStart with include_json gets Resource.json on every resource sent.
 // Answers come in the order of the batches they cover: a rejection follows
 // the deltas of every earlier batch and precedes those of every later one.
 //
@@ -70,6 +71,7 @@ func (translationService) Sync(stream grpc.BidiStreamingServer[tributaryv1.SyncR
 	ctx, cancel := context.WithCancel(stream.Context())
 	defer cancel()
 	s := newSyncCall(stream, settings)
+	s.includeJSON = start.GetIncludeJson()
 	// The waits below are on a condition variable, which a context cannot
 	// interrupt: wake them when the call ends.
 	context.AfterFunc(ctx, func() {
@@ -90,6 +92,8 @@ type syncCall struct {
 	stream  grpc.BidiStreamingServer[tributaryv1.SyncRequest, tributaryv1.SyncResponse]
 	session *session.Session // the receiver's alone
 	outbox  *session.Outbox
+	// includeJSON asks for Resource.json on every resource sent.
+	includeJSON bool
 
 	mu sync.Mutex
 	// changed is broadcast whenever a field below changes.
@@ -232,7 +236,13 @@ func (s *syncCall) send(ctx context.Context) error {
 			if fullState || !d.Empty() {
 				version = session.NextVersion()
 			}
-			if err := s.stream.Send(encodeDelta(batchID, fullState, version, &d)); err != nil {
+			resp := encodeDelta(batchID, fullState, version, &d)
+			if s.includeJSON {
+				if err := addJSON(resp.GetDelta().GetClusters(), resp.GetDelta().GetClusterLoadAssignments()); err != nil {
+					return err
+				}
+			}
+			if err := s.stream.Send(resp); err != nil {
 				return err
 			}
 			fullState = false

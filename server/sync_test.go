@@ -24,6 +24,7 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/encoding/protojson"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/testing/protocmp"
 
@@ -859,6 +860,40 @@ func TestSyncEmptyBatch(t *testing.T) {
 	}
 	if got.GetVersion() == "" {
 		t.Error("the complete state has no version")
+	}
+	c.closeAndEnd()
+}
+
+// TestSyncIncludeJSON: a session started with include_json gets every
+// resource's JSON beside its unchanged bytes, and the JSON reads back into
+// the same resource.
+func TestSyncIncludeJSON(t *testing.T) {
+	conn := dialBufconn(t, NewGRPCServer(quietOptions()))
+	c := openStream(t.Context(), t, conn)
+	c.sendRequest(&tributaryv1.SyncRequest{Message: &tributaryv1.SyncRequest_Start{Start: &tributaryv1.SyncStart{IncludeJson: true}}})
+	c.send(batch(1, smallRequest().Objects...))
+	got := c.delta()
+	want := smallResponse(t)
+	if diff := gocmp.Diff(&tributaryv1.SyncDelta{BatchId: 1, FullState: true, Clusters: want.Clusters, ClusterLoadAssignments: want.ClusterLoadAssignments, Statuses: want.Statuses},
+		got, protocmp.Transform(), ignoreVersion, protocmp.IgnoreFields(&tributaryv1.Resource{}, "json")); diff != "" {
+		t.Errorf("delta (-want +got):\n%s", diff)
+	}
+	resources := slices.Concat(got.GetClusters(), got.GetClusterLoadAssignments())
+	if len(resources) != 2 {
+		t.Fatalf("got %d resources, want 2", len(resources))
+	}
+	for _, r := range resources {
+		fromBytes, err := r.GetResource().UnmarshalNew()
+		if err != nil {
+			t.Fatal(err)
+		}
+		fromJSON := fromBytes.ProtoReflect().New().Interface()
+		if err := protojson.Unmarshal([]byte(r.GetJson()), fromJSON); err != nil {
+			t.Fatalf("%s: json %q: %v", r.GetName(), r.GetJson(), err)
+		}
+		if diff := gocmp.Diff(fromBytes, fromJSON, protocmp.Transform()); diff != "" {
+			t.Errorf("%s: JSON reads back as (-bytes +json):\n%s", r.GetName(), diff)
+		}
 	}
 	c.closeAndEnd()
 }
