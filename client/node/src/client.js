@@ -73,13 +73,13 @@ export class TributaryClient {
    * is not an error: its status says why, and it has no resources.
    *
    * @param {TranslateRequestInit | TranslateRequest} request the objects and
-   *   settings; include_json is set from the client's options
+   *   settings (its include_json is ignored: the client's option decides)
    * @param {{signal?: AbortSignal, timeoutMs?: number}} [callOptions]
    * @returns {Promise<Translation>}
    */
   async translate(request, callOptions = {}) {
-    const req = create(TranslateRequestSchema, request);
-    req.includeJson = this.#includeJson;
+    // A new message: create() would return the caller's own message as is.
+    const req = create(TranslateRequestSchema, { settings: request.settings, objects: request.objects, includeJson: this.#includeJson });
     const resp = await this.#rpc.translate(req, callOptions);
     return {
       clusters: unpackResources(resp.clusters, CLUSTER_TYPE, this.#includeJson, "clusters"),

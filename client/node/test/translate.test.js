@@ -93,6 +93,7 @@ describe("translate", () => {
         assert.deepEqual(without[list][0].bytes, withJSON[list][0].bytes, `${list}[0].bytes`);
       }
       assert.deepEqual(without.statuses, withJSON.statuses);
+      assert.equal(req.includeJson, false, "translate() left the caller's request alone");
     } finally {
       plain.close();
     }
