@@ -695,7 +695,9 @@ func (s *SyncSession) handleRejected(r *tributaryv1.BatchRejected) error {
 	s.inflight = nil
 	if b.resend {
 		// The server refuses objects an earlier server accepted: retrying
-		// would only be refused again.
+		// would only be refused again. The session ends, and with it the
+		// Flush calls waiting for the resend.
+		s.waiters = append(b.waiters, s.waiters...)
 		s.mu.Unlock()
 		return err
 	}

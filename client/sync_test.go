@@ -553,7 +553,7 @@ type scripted struct {
 	mu      sync.Mutex
 	streams int
 	batches [][]*tributaryv1.SyncBatch
-	script  func(n int, recv func() *tributaryv1.SyncBatch, send func(*tributaryv1.SyncDelta)) error
+	script  func(n int, recv func() *tributaryv1.SyncBatch, send func(*tributaryv1.SyncResponse)) error
 }
 
 func (f *scripted) Sync(st grpc.BidiStreamingServer[tributaryv1.SyncRequest, tributaryv1.SyncResponse]) error {
@@ -577,8 +577,8 @@ func (f *scripted) Sync(st grpc.BidiStreamingServer[tributaryv1.SyncRequest, tri
 		f.mu.Unlock()
 		return req.GetBatch()
 	}
-	send := func(d *tributaryv1.SyncDelta) {
-		if err := st.Send(&tributaryv1.SyncResponse{Message: &tributaryv1.SyncResponse_Delta{Delta: d}}); err != nil {
+	send := func(r *tributaryv1.SyncResponse) {
+		if err := st.Send(r); err != nil {
 			streamErr = err
 		}
 	}
@@ -590,6 +590,10 @@ func (f *scripted) Sync(st grpc.BidiStreamingServer[tributaryv1.SyncRequest, tri
 	}
 	<-st.Context().Done()
 	return nil
+}
+
+func delta(d *tributaryv1.SyncDelta) *tributaryv1.SyncResponse {
+	return &tributaryv1.SyncResponse{Message: &tributaryv1.SyncResponse_Delta{Delta: d}}
 }
 
 func resource(t *testing.T, m proto.Message, name, version string) *tributaryv1.Resource {
@@ -615,18 +619,18 @@ func TestSyncFullStateReplacesView(t *testing.T) {
 		return &tributaryv1.ExtensionServiceStatus{Namespace: "ns", Name: name, Conditions: []*tributaryv1.DetailedCondition{{Type: "Valid", Status: "True"}}}
 	}
 	breakFirst := make(chan struct{})
-	fake := &scripted{script: func(n int, recv func() *tributaryv1.SyncBatch, send func(*tributaryv1.SyncDelta)) error {
+	fake := &scripted{script: func(n int, recv func() *tributaryv1.SyncBatch, send func(*tributaryv1.SyncResponse)) error {
 		b := recv()
 		if b == nil {
 			return nil
 		}
 		switch n {
 		case 1:
-			send(&tributaryv1.SyncDelta{BatchId: b.GetId(), FullState: true, Version: "1",
+			send(delta(&tributaryv1.SyncDelta{BatchId: b.GetId(), FullState: true, Version: "1",
 				Clusters:               []*tributaryv1.Resource{cluster("a", "ca1"), cluster("b", "cb1")},
 				ClusterLoadAssignments: []*tributaryv1.Resource{cla("a", "la1"), cla("b", "lb1")},
 				Statuses:               []*tributaryv1.ExtensionServiceStatus{st("a"), st("b")},
-			})
+			}))
 			select {
 			case <-breakFirst:
 			case <-t.Context().Done():
@@ -634,13 +638,13 @@ func TestSyncFullStateReplacesView(t *testing.T) {
 			return status.Error(codes.Unavailable, "going away")
 		case 2:
 			// A delta that is not a full state cannot start a stream.
-			send(&tributaryv1.SyncDelta{BatchId: b.GetId(), Version: "2", RemovedClusters: []string{"a"}})
+			send(delta(&tributaryv1.SyncDelta{BatchId: b.GetId(), Version: "2", RemovedClusters: []string{"a"}}))
 		default:
-			send(&tributaryv1.SyncDelta{BatchId: b.GetId(), FullState: true, Version: "3",
+			send(delta(&tributaryv1.SyncDelta{BatchId: b.GetId(), FullState: true, Version: "3",
 				Clusters:               []*tributaryv1.Resource{cluster("a", "ca1")},
 				ClusterLoadAssignments: []*tributaryv1.Resource{cla("a", "la2")},
 				Statuses:               []*tributaryv1.ExtensionServiceStatus{st("a")},
-			})
+			}))
 		}
 		return nil
 	}}
@@ -692,5 +696,61 @@ func TestSyncFullStateReplacesView(t *testing.T) {
 		if d := cmp.Diff(want, bs[0], protocmp.Transform()); d != "" {
 			t.Errorf("stream %d batch (-want +got):\n%s", i+1, d)
 		}
+	}
+}
+
+// TestSyncResendRejected: a server that refuses the objects an earlier
+// server accepted ends the session: retrying would be refused again. A
+// Flush waiting for the restore returns the rejection.
+func TestSyncResendRejected(t *testing.T) {
+	breakFirst, gotResend, reject := make(chan struct{}), make(chan struct{}), make(chan struct{})
+	wait := func(c chan struct{}) {
+		select {
+		case <-c:
+		case <-t.Context().Done():
+		}
+	}
+	fake := &scripted{script: func(n int, recv func() *tributaryv1.SyncBatch, send func(*tributaryv1.SyncResponse)) error {
+		b := recv()
+		if b == nil {
+			return nil
+		}
+		if n == 1 {
+			send(delta(&tributaryv1.SyncDelta{BatchId: b.GetId(), FullState: true, Version: "1"}))
+			wait(breakFirst)
+			return status.Error(codes.Unavailable, "going away")
+		}
+		close(gotResend)
+		wait(reject)
+		send(&tributaryv1.SyncResponse{Message: &tributaryv1.SyncResponse_Rejected{Rejected: &tributaryv1.BatchRejected{BatchId: b.GetId(), Message: "no"}}})
+		return nil
+	}}
+	sb := newSwitchboard(t)
+	gs := grpc.NewServer()
+	tributaryv1.RegisterTranslationServiceServer(gs, fake)
+	sb.serve(gs)
+	s := client.New(sb.conn()).Sync(t.Context(), nil, client.WithLogger(quietLogger()), client.WithBackoff(time.Millisecond, 10*time.Millisecond))
+	defer s.Close()
+	s.Upsert(service("v1"))
+	flush(t, s)
+
+	close(breakFirst)
+	wait(gotResend)
+	// A change made while the resend is in flight waits for it, and ends
+	// with the session (whether Flush starts before or after the end).
+	s.Upsert(service("v2"))
+	flushed := make(chan error, 1)
+	go func() { flushed <- s.Flush(t.Context()) }()
+	close(reject)
+	var rejected *client.BatchRejectedError
+	if err := <-flushed; !errors.As(err, &rejected) || rejected.BatchID != 2 {
+		t.Errorf("Flush of a change made during the resend: got %v, want batch 2 rejected", err)
+	}
+	<-s.Done()
+	if err := s.Err(); !errors.As(err, &rejected) || rejected.BatchID != 2 {
+		t.Fatalf("Err() = %v, want batch 2 rejected", err)
+	}
+	if err := s.Flush(t.Context()); !errors.As(err, &rejected) {
+		t.Errorf("Flush after the end: got %v, want the rejection", err)
 	}
 }

@@ -56,7 +56,8 @@ type AdapterOptions struct {
 	// else.
 	UnwrapTombstone func(obj any) (any, bool)
 	// OnFlushError receives the errors of automatic flushes (a
-	// *client.BatchRejectedError, or the session's end); nil logs them.
+	// *client.BatchRejectedError, or the session's end), on the goroutine
+	// that flushed; nil logs them. Errors after Close are not reported.
 	OnFlushError func(error)
 	// SyncOptions configure the session; an update handler among them is
 	// replaced by the adapter's.
@@ -237,7 +238,12 @@ func (a *Adapter) autoFlush() {
 	a.mu.Lock()
 	a.dirty = false
 	a.mu.Unlock()
-	if err := a.session.Flush(a.ctx); err != nil {
+	err := a.session.Flush(a.ctx)
+	a.mu.Lock()
+	closed := a.closed
+	a.mu.Unlock()
+	// Errors caused by Close are no news to the caller who closed.
+	if err != nil && !closed {
 		a.onError(err)
 	}
 	a.mu.Lock()

@@ -9,6 +9,7 @@ import (
 	"crypto/x509/pkix"
 	"encoding/base64"
 	"encoding/pem"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -16,6 +17,7 @@ import (
 	"math/big"
 	"net"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -93,13 +95,16 @@ func newCaches() *caches {
 		clusters: map[string]*clusterv3.Cluster{},
 		clas:     map[string]*endpointv3.ClusterLoadAssignment{},
 		statuses: map[string]*tributaryv1.ExtensionServiceStatus{},
-		called:   make(chan struct{}, 1000),
+		called:   make(chan struct{}, 1),
 	}
 }
 
 func (c *caches) log(format string, args ...any) {
 	c.calls = append(c.calls, fmt.Sprintf(format, args...))
-	c.called <- struct{}{}
+	select {
+	case c.called <- struct{}{}:
+	default:
+	}
 }
 
 func (c *caches) UpdateClusters(changed []*clusterv3.Cluster, removed []string) {
@@ -150,10 +155,29 @@ func (c *caches) takeCalls() []string {
 	defer c.mu.Unlock()
 	out := c.calls
 	c.calls = nil
-	for range out {
-		<-c.called
-	}
 	return out
+}
+
+// awaitCalls waits until n calls have been made since the last take, and
+// takes them; for changes no Flush waits for.
+func (c *caches) awaitCalls(t *testing.T, n int) []string {
+	t.Helper()
+	timeout := time.After(30 * time.Second)
+	for {
+		c.mu.Lock()
+		if len(c.calls) >= n {
+			out := c.calls
+			c.calls = nil
+			c.mu.Unlock()
+			return out
+		}
+		c.mu.Unlock()
+		select {
+		case <-c.called:
+		case <-timeout:
+			t.Fatalf("%d calls within 30s, want %d", len(c.takeCalls()), n)
+		}
+	}
 }
 
 // deletedFinalStateUnknown has the shape of client-go's
@@ -594,3 +618,76 @@ func translateAll(t *testing.T, conn *grpc.ClientConn, inputs map[string]any) st
 }
 
 func wrapUint32(v uint32) *wrapperspb.UInt32Value { return wrapperspb.UInt32(v) }
+
+// tombstone is a tombstone of a kind the adapter cannot guess, for
+// AdapterOptions.UnwrapTombstone.
+type tombstone struct{ last runtime.Object }
+
+// TestAdapterFlushesByItself: once the first Flush is done, changes reach
+// the caches with no Flush, a refused change is reported to OnFlushError,
+// and a tombstone hook is used for deletions.
+func TestAdapterFlushesByItself(t *testing.T) {
+	conn := dial(t)
+	sink := newCaches()
+	flushErrs := make(chan error, 10)
+	a := contour.NewAdapter(t.Context(), client.New(conn), &contour.Config{ConnectTimeout: "1s"}, contour.AdapterOptions{
+		Clusters: sink, Endpoints: sink, Statuses: sink,
+		Debounce:     time.Millisecond,
+		OnFlushError: func(err error) { flushErrs <- err },
+		UnwrapTombstone: func(obj any) (any, bool) {
+			ts, ok := obj.(*tombstone)
+			if !ok {
+				return nil, false
+			}
+			return ts.last, true
+		},
+		SyncOptions: []client.SyncOption{client.WithLogger(slog.New(slog.NewTextHandler(io.Discard, nil)))},
+	})
+	defer a.Close()
+
+	es := extAuthz(1, 1, 0)
+	es.Spec.Services = es.Spec.Services[:1]
+	es.Spec.UpstreamValidation = nil
+	es.Spec.Protocol = new("h2c")
+	slice := endpointSlice("authz-stable-7x2kq", "authz-stable", pod{ip: "10.244.1.17", ready: true})
+	a.OnAdd(es, true)
+	a.OnAdd(authzService("authz-stable"), true)
+	a.OnAdd(slice, true)
+	if err := a.Flush(t.Context()); err != nil {
+		t.Fatalf("Flush: %v", err)
+	}
+	if calls := sink.takeCalls(); len(calls) != 3 {
+		t.Fatalf("first Flush made calls %q, want a Cluster, a ClusterLoadAssignment and a status", calls)
+	}
+	if got := sink.state().clusters[clusterName].GetConnectTimeout().AsDuration(); got != time.Second {
+		t.Errorf("connect timeout %v, want the configured 1s", got)
+	}
+
+	a.OnUpdate(slice, endpointSlice("authz-stable-7x2kq", "authz-stable", pod{ip: "10.244.1.17", ready: true}, pod{ip: "10.244.1.18", ready: true}))
+	if d := cmp.Diff([]string{"endpoints changed=[extension/auth/ext-authz] removed=[]"}, sink.awaitCalls(t, 1)); d != "" {
+		t.Errorf("after an EndpointSlice update (-want +got):\n%s", d)
+	}
+	if got := len(sink.state().clas[clusterName].GetEndpoints()[0].GetLbEndpoints()); got != 2 {
+		t.Errorf("%d endpoints, want 2", got)
+	}
+
+	a.OnAdd(&core_v1.Service{ObjectMeta: meta_v1.ObjectMeta{Namespace: "auth"}}, false)
+	select {
+	case err := <-flushErrs:
+		var rejected *client.BatchRejectedError
+		if !errors.As(err, &rejected) || !strings.Contains(rejected.Message, "metadata.name is required") {
+			t.Errorf("OnFlushError got %v, want a rejected batch naming metadata.name", err)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("no flush error within 30s")
+	}
+
+	a.OnDelete(&tombstone{last: es})
+	if d := cmp.Diff([]string{
+		"clusters changed=[] removed=[extension/auth/ext-authz]",
+		"endpoints changed=[] removed=[extension/auth/ext-authz]",
+		"status auth/ext-authz removed",
+	}, sink.awaitCalls(t, 3)); d != "" {
+		t.Errorf("after the ExtensionService's tombstone (-want +got):\n%s", d)
+	}
+}
