@@ -228,6 +228,11 @@ type batch struct {
 // PermissionDenied, Unauthenticated, FailedPrecondition, or a refused resend)
 // ends the session: Err reports it and Flush returns it.
 //
+// A stream only breaks when gRPC notices the connection is gone; to notice
+// a server that vanished without closing its connections, dial with client
+// keepalive (keepalive.ClientParameters; the server accepts pings every 10 s
+// or more, even without streams).
+//
 // A SyncSession is safe for concurrent use.
 type SyncSession struct {
 	rpc      tributaryv1.TranslationServiceClient
