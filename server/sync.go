@@ -100,7 +100,9 @@ type syncCall struct {
 	changed sync.Cond
 	// applied counts the batches put into the outbox, answered those that
 	// sent deltas cover. Batch seq (counting from 1) was the client's batch
-	// batchIDs[seq%maxUnansweredBatches], for answered < seq <= applied.
+	// batchIDs[seq%maxUnansweredBatches], for answered < seq <= applied+1.
+	// The receiver counts a batch only once its Put has returned, so a Take
+	// may cover one batch more than applied: answered can run one ahead.
 	applied, answered uint64
 	batchIDs          [maxUnansweredBatches]uint64
 	// rejection waits to be sent; the receiver applies nothing meanwhile.
@@ -183,7 +185,7 @@ func (s *syncCall) apply(pb *tributaryv1.SyncBatch) bool {
 		return !s.over
 	}
 	s.mu.Lock()
-	for s.applied-s.answered >= maxUnansweredBatches && !s.over {
+	for s.applied >= s.answered+maxUnansweredBatches && !s.over {
 		s.changed.Wait()
 	}
 	over := s.over
@@ -209,7 +211,7 @@ func (s *syncCall) send(ctx context.Context) error {
 	fullState := true
 	for {
 		s.mu.Lock()
-		for !s.over && s.panicked == nil && s.applied == s.answered && s.rejection == nil && !s.received {
+		for !s.over && s.panicked == nil && s.applied <= s.answered && s.rejection == nil && !s.received {
 			s.changed.Wait()
 		}
 		switch {
@@ -222,7 +224,9 @@ func (s *syncCall) send(ctx context.Context) error {
 			return status.FromContextError(ctx.Err()).Err()
 		case s.applied > s.answered:
 			// Deltas first: while a rejection waits, nothing more is applied,
-			// so these cover exactly the batches before it.
+			// so these cover exactly the batches before it. Something is
+			// pending (applied counts only batches already Put), so Take
+			// returns at once.
 			s.mu.Unlock()
 			seq, d, err := s.outbox.Take(ctx)
 			if err != nil {
@@ -256,7 +260,7 @@ func (s *syncCall) send(ctx context.Context) error {
 			s.rejection = nil
 			s.changed.Broadcast()
 			s.mu.Unlock()
-		default: // received, and everything sent
+		default: // received (so applied is final), and everything sent
 			end := s.end
 			s.mu.Unlock()
 			return end

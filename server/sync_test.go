@@ -897,3 +897,43 @@ func TestSyncIncludeJSON(t *testing.T) {
 	}
 	c.closeAndEnd()
 }
+
+// TestSyncConcurrentReader: a client that reads while it writes, as a
+// controller does, gets every batch answered and the right final state,
+// however the server's two goroutines interleave.
+func TestSyncConcurrentReader(t *testing.T) {
+	const batches = 3000
+	conn := dialBufconn(t, NewGRPCServer(quietOptions()))
+	s := newSyncSession(openSync(t.Context(), t, conn, nil), nil, map[string]bool{})
+	w := newWorld(nil)
+	read := make(chan error, 1)
+	go func() {
+		for responses := 0; ; responses++ {
+			resp, err := s.stream.Recv()
+			if err != nil {
+				read <- fmt.Errorf("after %d responses: %w", responses, err)
+				return
+			}
+			s.view.apply(resp.GetDelta())
+			if resp.GetDelta().GetBatchId() == batches {
+				read <- nil
+				return
+			}
+		}
+	}()
+	for i := 1; i <= batches; i++ {
+		b := batch(uint64(i), slice("a", fmt.Sprintf("10.4.%d.%d", i/250, i%250+1)))
+		if i == 1 {
+			b.Upserts = append(b.Upserts, plainES("h2c"), service("a"))
+		}
+		s.send(b)
+		w.apply(b)
+	}
+	if err := <-read; err != nil {
+		t.Fatalf("reading: %v", err)
+	}
+	if diff := gocmp.Diff(w.translate(t), s.view.response(), sortedLists); diff != "" {
+		t.Errorf("the deltas add up to (-Translate +deltas):\n%s", diff)
+	}
+	s.closeAndEnd()
+}
