@@ -48,9 +48,11 @@ const maxUnansweredBatches = 4096
 // batches and puts their deltas into a session.Outbox, and the handler's own
 // goroutine, which takes merged deltas out and sends them. A client that
 // writes faster than it reads thus blocks only the sender; the receiver goes
-// on applying, and the Outbox merges what waits per resource, so memory is
-// bounded by the size of the output rather than the number of batches.
-// Rejections cannot merge, so the receiver waits for each to be sent.
+// on applying (up to maxUnansweredBatches ahead), and the Outbox merges what
+// waits per resource, so memory is bounded by the size of the output rather
+// than the number of batches. Rejections cannot merge, so the receiver waits
+// for each to be sent. A delta's version is new whenever the output changed
+// (and for the first delta); an empty acknowledgement repeats the version.
 func (translationService) Sync(stream grpc.BidiStreamingServer[tributaryv1.SyncRequest, tributaryv1.SyncResponse]) error {
 	first, err := stream.Recv()
 	if errors.Is(err, io.EOF) {
