@@ -17,6 +17,7 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+	"unsafe"
 
 	gocmp "github.com/google/go-cmp/cmp"
 	"go.uber.org/goleak"
@@ -29,6 +30,8 @@ import (
 	"google.golang.org/protobuf/testing/protocmp"
 
 	tributaryv1 "github.com/tributary-dev/tributary/gen/go/tributary/v1"
+	"github.com/tributary-dev/tributary/session"
+	"github.com/tributary-dev/tributary/source"
 )
 
 // syncClient drives one Sync stream from the test's goroutine.
@@ -936,4 +939,45 @@ func TestSyncConcurrentReader(t *testing.T) {
 		t.Errorf("the deltas add up to (-Translate +deltas):\n%s", diff)
 	}
 	s.closeAndEnd()
+}
+
+// TestDecodeBatch: deletes of every kind become the session's references,
+// and each upserted object gets arrays of its own, so a session that keeps
+// one object of a batch keeps nothing else of it.
+func TestDecodeBatch(t *testing.T) {
+	var refs []*tributaryv1.ObjectReference
+	for k := range tributaryv1.ObjectKind_OBJECT_KIND_TLS_CERTIFICATE_DELEGATION {
+		refs = append(refs, deleteOf(k+1, "ns", "gone"))
+	}
+	pb := &tributaryv1.SyncBatch{Upserts: []*tributaryv1.KubernetesObject{slice("a", "10.0.0.1", "10.0.0.2"), slice("b", "10.0.0.3")}, Deletes: refs}
+	var p problems
+	b := decodeBatch(pb, &p)
+	if p.count != 0 {
+		t.Fatalf("problems: %v", p.violations)
+	}
+	gone := source.NamespacedName{Namespace: "ns", Name: "gone"}
+	want := []session.Ref{
+		{Kind: session.KindExtensionService, Name: gone},
+		{Kind: session.KindService, Name: gone},
+		{Kind: session.KindEndpointSlice, Name: gone},
+		{Kind: session.KindSecret, Name: gone},
+		{Kind: session.KindTLSCertificateDelegation, Name: gone},
+	}
+	if diff := gocmp.Diff(want, b.Deletes); diff != "" {
+		t.Errorf("deletes (-want +got):\n%s", diff)
+	}
+	first, second := b.Upserts.EndpointSlices[0].Endpoints, b.Upserts.EndpointSlices[1].Endpoints
+	if len(first) != 2 || len(second) != 1 {
+		t.Fatalf("got %d and %d endpoints, want 2 and 1", len(first), len(second))
+	}
+	if unsafeAdjacent(first, second) {
+		t.Error("the two slices' endpoints share one array")
+	}
+}
+
+// unsafeAdjacent reports whether b starts right where a ends in memory, as
+// carving from one shared array would place them.
+func unsafeAdjacent[T any](a, b []T) bool {
+	end := uintptr(unsafe.Pointer(unsafe.SliceData(a))) + uintptr(len(a))*unsafe.Sizeof(a[0])
+	return end == uintptr(unsafe.Pointer(unsafe.SliceData(b)))
 }
