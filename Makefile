@@ -125,8 +125,8 @@ build: ## build bin/tributary
 	$(GO) build -o bin/tributary ./cmd/tributary
 
 .PHONY: run
-run: ## run the server (go run ./cmd/tributary serve)
-	$(GO) run ./cmd/tributary serve
+run: ## run the server: go run ./cmd/tributary serve $(ARGS)
+	$(GO) run ./cmd/tributary serve $(ARGS)
 
 ## Performance and fuzzing
 
