@@ -48,7 +48,7 @@ func parseTimeout(s string) (timeoutSetting, error) {
 	}
 	d, err := time.ParseDuration(s)
 	if err != nil {
-		return timeoutSetting{}, fmt.Errorf("unable to parse timeout string %q: %v", s, err)
+		return timeoutSetting{}, fmt.Errorf("unable to parse timeout string %q: %w", s, err)
 	}
 	if d < 0 {
 		return timeoutSetting{}, fmt.Errorf("unable to parse timeout string %q: negative durations are not allowed", s)

@@ -29,7 +29,7 @@ const maxSNIBytes = 255
 const sdsNameLimit = 60
 
 // errSecretNotFound is the lookup failure Contour reports as "Secret not found".
-var errSecretNotFound = errors.New("Secret not found") //nolint:staticcheck // Contour's wording, capital included
+var errSecretNotFound = errors.New("Secret not found")
 
 // errNotDelegated means a Secret in another namespace was referenced without
 // a TLSCertificateDelegation allowing it.
@@ -52,7 +52,7 @@ func (b *Builder) clientCertificateSDSName(name source.NamespacedName) (string, 
 		return "", errors.New("missing TLS certificate")
 	}
 	if err := checkServingBundle(secret.TLSCrt); err != nil {
-		return "", fmt.Errorf("invalid TLS certificate: %v", err)
+		return "", fmt.Errorf("invalid TLS certificate: %w", err)
 	}
 	return sdsSecretName(name, secret.TLSCrt), nil
 }
@@ -133,7 +133,7 @@ func (b *Builder) lookupUpstreamValidation(v *source.UpstreamValidation, namespa
 		if errors.Is(err, errNotDelegated) {
 			return upstreamValidation{}, err
 		}
-		return upstreamValidation{}, fmt.Errorf("invalid CA Secret %q: %v", caName.String(), err)
+		return upstreamValidation{}, fmt.Errorf("invalid CA Secret %q: %w", caName.String(), err)
 	}
 
 	if v.SubjectName == "" {
@@ -189,7 +189,7 @@ func (b *Builder) lookupCASecret(name source.NamespacedName, namespace string) (
 		return nil, errors.New(`empty "ca.crt" key`)
 	}
 	if err := checkCABundle(secret.CACrt); err != nil {
-		return nil, fmt.Errorf("invalid CA certificate bundle: %v", err)
+		return nil, fmt.Errorf("invalid CA certificate bundle: %w", err)
 	}
 	return secret.CACrt, nil
 }
