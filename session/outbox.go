@@ -163,7 +163,7 @@ func (p *pendingResources) take() (changed []translate.Resource, removed []strin
 		changed = append(changed, r)
 		p.sent[name] = r.Version
 	}
-	clear(p.changed)
+	p.changed = emptied(p.changed)
 	slices.SortFunc(changed, func(a, b translate.Resource) int { return cmp.Compare(a.Name, b.Name) })
 	slices.Sort(removed)
 	return changed, removed
@@ -179,10 +179,21 @@ func (p *pendingStatuses) take() (changed []model.Status, removed []source.Names
 		changed = append(changed, st.status)
 		p.sent[name] = st.hash
 	}
-	clear(p.changed)
+	p.changed = emptied(p.changed)
 	slices.SortFunc(changed, func(a, b model.Status) int {
 		return cmp.Or(cmp.Compare(a.Namespace, b.Namespace), cmp.Compare(a.Name, b.Name))
 	})
 	slices.SortFunc(removed, compareNames)
 	return changed, removed
+}
+
+// emptied empties m for reuse. A map keeps its size after clear, and ranging
+// over it costs that size, so one that held many entries (the first, full
+// delta) is replaced, lest every later Take pay for it.
+func emptied[K comparable, V any](m map[K]V) map[K]V {
+	if len(m) > 64 {
+		return make(map[K]V)
+	}
+	clear(m)
+	return m
 }

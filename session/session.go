@@ -87,10 +87,17 @@ type Session struct {
 	byCASecret            dependents[source.NamespacedName]
 	byDelegationNamespace dependents[string]
 
+	builder *rebuilder
+
 	// Scratch reused from one Apply to the next.
-	dirty   map[*extension]struct{}
-	order   []*extension
-	rebuild []*source.ExtensionService
+	dirty    map[*extension]struct{}
+	order    []*extension
+	rebuild  []*source.ExtensionService
+	outcomes []translate.Outcome
+
+	// observeRebuild, when set (by tests), is told which ExtensionServices
+	// each Apply rebuilt or removed, in order.
+	observeRebuild func([]source.NamespacedName)
 }
 
 // extension is one ExtensionService and what its last build gave.
@@ -110,9 +117,11 @@ type extension struct {
 // New returns an empty session translating under settings (parsed and
 // checked at the API boundary).
 func New(settings source.Settings) *Session {
+	idx := model.NewIndex(&source.Objects{})
 	return &Session{
 		settings:              settings,
-		index:                 model.NewIndex(&source.Objects{}),
+		index:                 idx,
+		builder:               newRebuilder(idx, settings),
 		extensions:            map[source.NamespacedName]*extension{},
 		endpointSlices:        map[source.NamespacedName]*source.EndpointSlice{},
 		byTarget:              dependents[source.NamespacedName]{},
@@ -310,6 +319,9 @@ func compareNames(a, b source.NamespacedName) int {
 	return cmp.Or(cmp.Compare(a.Namespace, b.Namespace), cmp.Compare(a.Name, b.Name))
 }
 
+// smallScratch is the size up to which scratch is kept for the next Apply.
+const smallScratch = 64
+
 // rebuildDirty rebuilds the marked ExtensionServices, in name order so the
 // work (and any parallel split of it) is the same whatever order the batch
 // listed things in, and returns how their output changed.
@@ -322,9 +334,23 @@ func (s *Session) rebuildDirty() Delta {
 	for e := range s.dirty {
 		s.order = append(s.order, e)
 	}
-	clear(s.dirty)
+	if len(s.dirty) > smallScratch {
+		// A map keeps its size after clear, and ranging over it costs its
+		// size: after a large batch, the next small ones would pay for it.
+		s.dirty = map[*extension]struct{}{}
+	} else {
+		clear(s.dirty)
+	}
 	if len(s.order) > 1 {
 		slices.SortFunc(s.order, func(a, b *extension) int { return compareNames(a.name, b.name) })
+	}
+
+	if s.observeRebuild != nil {
+		names := make([]source.NamespacedName, len(s.order))
+		for i, e := range s.order {
+			names[i] = e.name
+		}
+		s.observeRebuild(names)
 	}
 
 	s.rebuild = s.rebuild[:0]
@@ -333,7 +359,7 @@ func (s *Session) rebuildDirty() Delta {
 			s.rebuild = append(s.rebuild, e.object)
 		}
 	}
-	outcomes := translate.Build(s.index, s.settings, s.rebuild)
+	outcomes := s.builder.build(s.rebuild, s.outcomes)
 	clear(s.rebuild) // keep no objects alive from scratch
 
 	next := 0
@@ -346,6 +372,13 @@ func (s *Session) rebuildDirty() Delta {
 		next++
 	}
 	clear(s.order)
+	if len(s.order) > smallScratch {
+		s.order, s.rebuild = nil, nil
+	}
+	if len(outcomes) <= inlineLimit {
+		clear(outcomes) // drop the bodies: the Delta has them now
+		s.outcomes = outcomes
+	}
 	d.sort()
 	return d
 }

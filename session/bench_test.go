@@ -1,0 +1,117 @@
+package session_test
+
+import (
+	"context"
+	"fmt"
+	"runtime"
+	"testing"
+
+	"github.com/tributary-dev/tributary/internal/workload"
+	"github.com/tributary-dev/tributary/session"
+	"github.com/tributary-dev/tributary/source"
+	"github.com/tributary-dev/tributary/translate"
+)
+
+// Benchmark sizes: the N ExtensionServices with M endpoints per
+// Service (two Services each).
+const benchN, benchM = 10000, 100
+
+// loadedSession returns a session holding workload.Standard(n, m) and the
+// objects it was loaded from.
+func loadedSession(tb testing.TB, n, m int) (*session.Session, *source.Objects) {
+	tb.Helper()
+	objs := workload.Standard(n, m)
+	s := session.New(source.Settings{})
+	d := s.Apply(&session.Batch{Upserts: *objs})
+	if len(d.ClusterLoadAssignments) != n {
+		tb.Fatalf("loading gave %d CLAs, want %d", len(d.ClusterLoadAssignments), n)
+	}
+	return s, objs
+}
+
+// BenchmarkApplyOneEndpoint measures the headline case: with
+// N=10000 ExtensionServices and M=100 endpoints per Service loaded, one
+// endpoint is added to (then, next iteration, removed from) one Service's
+// EndpointSlice. An iteration is one Apply, which ends with the changed
+// ClusterLoadAssignment serialised and hashed in the Delta: what the
+// server then puts in the Outbox and sends. The replacement slices are made
+// before the timer starts (decoding a request is the server's cost).
+func BenchmarkApplyOneEndpoint(b *testing.B) {
+	s, objs := loadedSession(b, benchN, benchM)
+	base := objs.EndpointSlices[0]
+	grown := base
+	grown.Endpoints = append(append([]source.Endpoint(nil), base.Endpoints...), workload.ReadyEndpoint(workload.PodAddress(1<<23).String()))
+	variants := [2]source.Objects{
+		{EndpointSlices: []source.EndpointSlice{grown}},
+		{EndpointSlices: []source.EndpointSlice{base}},
+	}
+	b.ReportAllocs()
+	b.ResetTimer()
+	i := 0
+	for b.Loop() {
+		d := s.Apply(&session.Batch{Upserts: variants[i&1]})
+		if len(d.ClusterLoadAssignments) != 1 || len(d.Clusters) != 0 || len(d.Statuses) != 0 {
+			b.Fatalf("delta has %d CLAs, %d clusters, %d statuses; want just 1 CLA",
+				len(d.ClusterLoadAssignments), len(d.Clusters), len(d.Statuses))
+		}
+		i++
+	}
+}
+
+// BenchmarkSessionMemory reports the heap a session holds at N=10000,
+// M=100, beyond its input objects (bytes/session), and with them
+// (bytes/session-with-objects): the objects are the decoded request, which
+// the session keeps instead of copying.
+func BenchmarkSessionMemory(b *testing.B) {
+	for b.Loop() {
+		runtime.GC()
+		var before, withObjects, after runtime.MemStats
+		runtime.ReadMemStats(&before)
+		objs := workload.Standard(benchN, benchM)
+		runtime.GC()
+		runtime.ReadMemStats(&withObjects)
+		s := session.New(source.Settings{})
+		s.Apply(&session.Batch{Upserts: *objs})
+		objs = nil
+		runtime.GC()
+		runtime.ReadMemStats(&after)
+		runtime.KeepAlive(s)
+		b.ReportMetric(float64(after.HeapAlloc)-float64(withObjects.HeapAlloc), "bytes/session")
+		b.ReportMetric(float64(after.HeapAlloc)-float64(before.HeapAlloc), "bytes/session-with-objects")
+	}
+}
+
+// BenchmarkOutboxPutTake measures one delta of one changed CLA through the
+// Outbox, Put then Take, with the reader's view of a loaded session held.
+func BenchmarkOutboxPutTake(b *testing.B) {
+	for _, n := range []int{1, benchN} {
+		b.Run(fmt.Sprintf("tracked=%d", n), func(b *testing.B) {
+			o := session.NewOutbox()
+			var initial session.Delta
+			for i := range n {
+				name := fmt.Sprintf("extension/ns/ext-%05d", i)
+				initial.ClusterLoadAssignments = append(initial.ClusterLoadAssignments, translate.Resource{Name: name, Version: "0", Body: []byte{1}})
+			}
+			o.Put(0, initial)
+			ctx := context.Background()
+			if _, _, err := o.Take(ctx); err != nil {
+				b.Fatal(err)
+			}
+			changes := [2]session.Delta{
+				{ClusterLoadAssignments: []translate.Resource{{Name: "extension/ns/ext-00000", Version: "0", Body: []byte{1}}}},
+				{ClusterLoadAssignments: []translate.Resource{{Name: "extension/ns/ext-00000", Version: "1", Body: []byte{2}}}},
+			}
+			b.ReportAllocs()
+			b.ResetTimer()
+			i := uint64(0)
+			for b.Loop() {
+				i++
+				o.Put(i, changes[i&1])
+				id, d, err := o.Take(ctx)
+				if err != nil || id != i || len(d.ClusterLoadAssignments) != 1 {
+					b.Fatalf("Take = %d, %d CLAs, %v", id, len(d.ClusterLoadAssignments), err)
+				}
+			}
+		})
+	}
+}
