@@ -43,10 +43,17 @@ func newRebuilder(idx *model.Index, settings source.Settings) *rebuilder {
 	}
 }
 
-// build returns the outcome of every es, in order.
-func (r *rebuilder) build(es []*source.ExtensionService, outcomes []translate.Outcome) []translate.Outcome {
+// build returns the outcome of every extension, in order. An outcome whose
+// Cluster Body is keptCluster means the Cluster is the one e already has
+// (see changeTargets); it is never put in a Delta, since its version is
+// unchanged.
+func (r *rebuilder) build(es []*extension, outcomes []translate.Outcome) []translate.Outcome {
 	if len(es) >= inlineLimit {
-		return translate.Build(r.index, r.settings, es)
+		objects := make([]*source.ExtensionService, len(es))
+		for i, e := range es {
+			objects[i] = e.object
+		}
+		return translate.Build(r.index, r.settings, objects)
 	}
 	outcomes = outcomes[:0]
 	for _, e := range es {
@@ -55,22 +62,29 @@ func (r *rebuilder) build(es []*source.ExtensionService, outcomes []translate.Ou
 	return outcomes
 }
 
-func (r *rebuilder) buildOne(es *source.ExtensionService) translate.Outcome {
-	ec, st := r.model.Build(es)
+// keptCluster stands for a Cluster that was not rebuilt: non-nil, so that
+// Outcome.Valid holds.
+var keptCluster = []byte{}
+
+func (r *rebuilder) buildOne(e *extension) translate.Outcome {
+	ec, st := r.model.Build(e.object)
 	if ec == nil {
 		return translate.Outcome{Status: st}
 	}
-	cluster, err := r.marshal.Marshal(envoy.BuildCluster(ec))
-	if err != nil {
-		// Unreachable: a Cluster built from a model always marshals.
-		panic(fmt.Sprintf("marshal Cluster %s: %v", ec.Name, err))
+	o := translate.Outcome{Status: st}
+	if e.change == changeTargets && e.clusterVersion != "" {
+		o.Cluster = translate.Resource{Name: ec.Name, Version: e.clusterVersion, Body: keptCluster}
+	} else {
+		cluster, err := r.marshal.Marshal(envoy.BuildCluster(ec))
+		if err != nil {
+			// Unreachable: a Cluster built from a model always marshals.
+			panic(fmt.Sprintf("marshal Cluster %s: %v", ec.Name, err))
+		}
+		o.Cluster = translate.Resource{Name: ec.Name, Version: contentVersion(cluster), Body: cluster}
 	}
 	cla := envoy.AppendClusterLoadAssignment(nil, ec)
-	return translate.Outcome{
-		Cluster:               translate.Resource{Name: ec.Name, Version: contentVersion(cluster), Body: cluster},
-		ClusterLoadAssignment: translate.Resource{Name: ec.Name, Version: contentVersion(cla), Body: cla},
-		Status:                st,
-	}
+	o.ClusterLoadAssignment = translate.Resource{Name: ec.Name, Version: contentVersion(cla), Body: cla}
+	return o
 }
 
 // contentVersion is translate's resource version: xxhash64 of the body,

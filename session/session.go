@@ -90,9 +90,9 @@ type Session struct {
 	builder *rebuilder
 
 	// Scratch reused from one Apply to the next.
-	dirty    map[*extension]struct{}
+	dirty    map[*extension]change
 	order    []*extension
-	rebuild  []*source.ExtensionService
+	rebuild  []*extension
 	outcomes []translate.Outcome
 
 	// observeRebuild, when set (by tests), is told which ExtensionServices
@@ -108,6 +108,8 @@ type extension struct {
 	object *source.ExtensionService
 	// built is false until the first build.
 	built bool
+	// change is why the current Apply rebuilds it.
+	change change
 	// clusterVersion and claVersion are "" while the ExtensionService is
 	// invalid (it has no resources then).
 	clusterVersion, claVersion string
@@ -127,7 +129,7 @@ func New(settings source.Settings) *Session {
 		byTarget:              dependents[source.NamespacedName]{},
 		byCASecret:            dependents[source.NamespacedName]{},
 		byDelegationNamespace: dependents[string]{},
-		dirty:                 map[*extension]struct{}{},
+		dirty:                 map[*extension]change{},
 	}
 }
 
@@ -196,7 +198,7 @@ func (s *Session) putExtensionService(es *source.ExtensionService) {
 	}
 	e.object = es
 	s.link(e)
-	s.dirty[e] = struct{}{}
+	s.dirty[e] |= changeOther
 }
 
 // link records in the reverse indexes what e.object reads; unlink forgets it.
@@ -246,28 +248,45 @@ func (s *Session) markSliceService(slice *source.EndpointSlice) {
 	}
 }
 
-func (s *Session) markSet(set *extensionSet) {
+// change says why an ExtensionService is rebuilt.
+type change uint8
+
+const (
+	// changeTargets: a target Service or its EndpointSlices changed. That
+	// can change the ExtensionService's validity and endpoints, never its
+	// Cluster: nothing a Service or an EndpointSlice holds reaches the
+	// Cluster (see envoy.BuildCluster), so a Cluster that existed before
+	// is kept as it is rather than built and marshalled again.
+	changeTargets change = 1 << iota
+	// changeOther: anything else (the ExtensionService itself, a Secret, a
+	// delegation), which can change everything.
+	changeOther
+)
+
+func (s *Session) markSet(set *extensionSet, c change) {
 	if set == nil {
 		return
 	}
-	set.each(func(e *extension) { s.dirty[e] = struct{}{} })
+	set.each(func(e *extension) { s.dirty[e] |= c })
 }
 
-func (s *Session) markTarget(service source.NamespacedName) { s.markSet(s.byTarget[service]) }
+func (s *Session) markTarget(service source.NamespacedName) {
+	s.markSet(s.byTarget[service], changeTargets)
+}
 
 func (s *Session) markSecret(name source.NamespacedName) {
 	if cc := s.settings.ClientCertificate; cc != nil && *cc == name {
 		// Every ExtensionService checks the client certificate.
 		for _, e := range s.extensions {
-			s.dirty[e] = struct{}{}
+			s.dirty[e] |= changeOther
 		}
 		return
 	}
-	s.markSet(s.byCASecret[name])
+	s.markSet(s.byCASecret[name], changeOther)
 }
 
 func (s *Session) markDelegationNamespace(namespace string) {
-	s.markSet(s.byDelegationNamespace[namespace])
+	s.markSet(s.byDelegationNamespace[namespace], changeOther)
 }
 
 // delete removes the named object, if the session holds it.
@@ -281,7 +300,7 @@ func (s *Session) delete(ref Ref) {
 		s.unlink(e)
 		delete(s.extensions, ref.Name)
 		e.object = nil
-		s.dirty[e] = struct{}{}
+		s.dirty[e] |= changeOther
 	case KindService:
 		if s.index.Service(ref.Name) == nil {
 			return
@@ -331,13 +350,14 @@ func (s *Session) rebuildDirty() Delta {
 		return d
 	}
 	s.order = s.order[:0]
-	for e := range s.dirty {
+	for e, c := range s.dirty {
+		e.change = c
 		s.order = append(s.order, e)
 	}
 	if len(s.dirty) > smallScratch {
 		// A map keeps its size after clear, and ranging over it costs its
 		// size: after a large batch, the next small ones would pay for it.
-		s.dirty = map[*extension]struct{}{}
+		s.dirty = map[*extension]change{}
 	} else {
 		clear(s.dirty)
 	}
@@ -356,7 +376,7 @@ func (s *Session) rebuildDirty() Delta {
 	s.rebuild = s.rebuild[:0]
 	for _, e := range s.order {
 		if e.object != nil {
-			s.rebuild = append(s.rebuild, e.object)
+			s.rebuild = append(s.rebuild, e)
 		}
 	}
 	outcomes := s.builder.build(s.rebuild, s.outcomes)
