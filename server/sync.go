@@ -18,13 +18,6 @@ import (
 	"github.com/tributary-dev/tributary/translate"
 )
 
-// maxUnansweredBatches bounds how many applied batches may wait for the
-// delta that answers them. Their deltas merge in the Outbox whatever their
-// number; what each one adds is only the batch id to echo. Past the bound
-// the server stops reading the stream until the client reads, and HTTP/2
-// flow control then stalls the client's writes.
-const maxUnansweredBatches = 4096
-
 // Sync runs one session: see the TranslationService contract. The stream
 // ends
 //   - with InvalidArgument, before anything is applied, when the first
@@ -48,9 +41,8 @@ const maxUnansweredBatches = 4096
 // batches and puts their deltas into a session.Outbox, and the handler's own
 // goroutine, which takes merged deltas out and sends them. A client that
 // writes faster than it reads thus blocks only the sender; the receiver goes
-// on applying (up to maxUnansweredBatches ahead), and the Outbox merges what
-// waits per resource, so memory is bounded by the size of the output rather
-// than the number of batches. Rejections cannot merge, so the receiver waits
+// on applying, and the Outbox merges what waits per resource, so memory is
+// bounded by the size of the output rather than the number of batches. Rejections cannot merge, so the receiver waits
 // for each to be sent. A delta's version is new whenever the output changed
 // (and for the first delta); an empty acknowledgement repeats the version.
 func (translationService) Sync(stream grpc.BidiStreamingServer[tributaryv1.SyncRequest, tributaryv1.SyncResponse]) error {
@@ -100,13 +92,13 @@ type syncCall struct {
 	mu sync.Mutex
 	// changed is broadcast whenever a field below changes.
 	changed sync.Cond
-	// applied counts the batches put into the outbox, answered those that
-	// sent deltas cover. Batch seq (counting from 1) was the client's batch
-	// batchIDs[seq%maxUnansweredBatches], for answered < seq <= applied+1.
-	// The receiver counts a batch only once its Put has returned, so a Take
-	// may cover one batch more than applied: answered can run one ahead.
+	// applied counts the batches put into the outbox, answered those taken
+	// out of it, and lastBatchID is the client's id of the last one put.
+	// Puts and Takes happen under mu, so a Take covers exactly the batches
+	// put so far, and the id to echo is lastBatchID: nothing per batch is
+	// kept, however far the client writes ahead of its reads.
 	applied, answered uint64
-	batchIDs          [maxUnansweredBatches]uint64
+	lastBatchID       uint64
 	// rejection waits to be sent; the receiver applies nothing meanwhile.
 	rejection *tributaryv1.BatchRejected
 	// received is set when the receiver has stopped; end is then nil (the
@@ -171,8 +163,6 @@ func (s *syncCall) receiveBatches() error {
 // batch is malformed, hands its rejection to the sender and waits until it
 // is sent. It returns false once the call is over.
 func (s *syncCall) apply(pb *tributaryv1.SyncBatch) bool {
-	// Only this file's bookkeeping runs under the lock, so a panic elsewhere
-	// never leaves it held.
 	var p problems
 	b := decodeBatch(pb, &p)
 	if p.count > 0 {
@@ -186,23 +176,30 @@ func (s *syncCall) apply(pb *tributaryv1.SyncBatch) bool {
 		}
 		return !s.over
 	}
-	s.mu.Lock()
-	for s.applied >= s.answered+maxUnansweredBatches && !s.over {
-		s.changed.Wait()
-	}
-	over := s.over
-	seq := s.applied + 1
-	s.batchIDs[seq%maxUnansweredBatches] = pb.GetId()
-	s.mu.Unlock()
-	if over {
-		return false
-	}
-	s.outbox.Put(seq, s.session.Apply(b))
-	s.mu.Lock()
-	s.applied = seq
-	s.changed.Broadcast()
-	s.mu.Unlock()
+	s.put(pb.GetId(), s.session.Apply(b))
 	return true
+}
+
+// put puts the delta of batch batchID into the outbox.
+func (s *syncCall) put(batchID uint64, d session.Delta) {
+	s.mu.Lock()
+	defer s.mu.Unlock() // deferred, so that a panic in Put releases the lock
+	s.outbox.Put(batchID, d)
+	s.applied++
+	s.lastBatchID = batchID
+	s.changed.Broadcast()
+}
+
+// take takes everything put so far out of the outbox; something must be
+// pending, so Take returns at once.
+func (s *syncCall) take(ctx context.Context) (batchID uint64, d session.Delta, err error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if _, d, err = s.outbox.Take(ctx); err != nil {
+		return 0, d, err
+	}
+	s.answered = s.applied
+	return s.lastBatchID, d, nil
 }
 
 // send sends deltas and rejections in order until the stream ends.
@@ -213,7 +210,7 @@ func (s *syncCall) send(ctx context.Context) error {
 	fullState := true
 	for {
 		s.mu.Lock()
-		for !s.over && s.panicked == nil && s.applied <= s.answered && s.rejection == nil && !s.received {
+		for !s.over && s.panicked == nil && s.applied == s.answered && s.rejection == nil && !s.received {
 			s.changed.Wait()
 		}
 		switch {
@@ -226,19 +223,12 @@ func (s *syncCall) send(ctx context.Context) error {
 			return status.FromContextError(ctx.Err()).Err()
 		case s.applied > s.answered:
 			// Deltas first: while a rejection waits, nothing more is applied,
-			// so these cover exactly the batches before it. Something is
-			// pending (applied counts only batches already Put), so Take
-			// returns at once.
+			// so these cover exactly the batches before it.
 			s.mu.Unlock()
-			seq, d, err := s.outbox.Take(ctx)
+			batchID, d, err := s.take(ctx)
 			if err != nil {
 				return status.FromContextError(err).Err()
 			}
-			s.mu.Lock()
-			batchID := s.batchIDs[seq%maxUnansweredBatches]
-			s.answered = seq
-			s.changed.Broadcast()
-			s.mu.Unlock()
 			if fullState || !d.Empty() {
 				version = session.NextVersion()
 			}
@@ -262,7 +252,7 @@ func (s *syncCall) send(ctx context.Context) error {
 			s.rejection = nil
 			s.changed.Broadcast()
 			s.mu.Unlock()
-		default: // received (so applied is final), and everything sent
+		default: // received, and everything sent
 			end := s.end
 			s.mu.Unlock()
 			return end
