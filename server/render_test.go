@@ -189,3 +189,39 @@ func TestAddJSONFailsWithInternal(t *testing.T) {
 		t.Errorf("addJSON = %v, want Internal naming the resource", err)
 	}
 }
+
+// TestTranslateIncludeJSON: Translate fills Resource.json exactly when the
+// request asks for it, with the rendering of the very bytes it sends, and
+// leaves the bytes and versions as they would be without it.
+func TestTranslateIncludeJSON(t *testing.T) {
+	svc := NewTranslationService()
+	plain, err := svc.Translate(context.Background(), smallRequest())
+	if err != nil {
+		t.Fatal(err)
+	}
+	req := smallRequest()
+	req.IncludeJson = true
+	withJSON, err := svc.Translate(context.Background(), req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range append(plain.GetClusters(), plain.GetClusterLoadAssignments()...) {
+		if r.GetJson() != "" {
+			t.Errorf("%s: json set without include_json", r.GetName())
+		}
+	}
+	rendered := append(withJSON.GetClusters(), withJSON.GetClusterLoadAssignments()...)
+	if len(rendered) != 2 {
+		t.Fatalf("want 2 resources, got %d", len(rendered))
+	}
+	for _, r := range rendered {
+		if r.GetJson() == "" {
+			t.Fatalf("%s: json missing with include_json", r.GetName())
+		}
+		assertReadsBack(t, r.GetResource().GetTypeUrl(), r.GetResource().GetValue(), r.GetJson())
+		r.Json = ""
+	}
+	if diff := cmp.Diff(plain, withJSON, protocmp.Transform()); diff != "" {
+		t.Errorf("include_json changed more than Resource.json (-without +with):\n%s", diff)
+	}
+}

@@ -29,6 +29,7 @@ func NewTranslationService() tributaryv1.TranslationServiceServer {
 // Translate checks req, translates it and returns every resource and status.
 // A malformed request fails with InvalidArgument (see decodeRequest); an
 // ExtensionService that is well formed but invalid is reported in its status.
+// With include_json, every resource also carries its protojson form.
 // A cancelled or expired ctx stops the call before the translation starts;
 // once started, a translation runs to completion.
 func (translationService) Translate(ctx context.Context, req *tributaryv1.TranslateRequest) (*tributaryv1.TranslateResponse, error) {
@@ -42,7 +43,13 @@ func (translationService) Translate(ctx context.Context, req *tributaryv1.Transl
 	if err := ctx.Err(); err != nil {
 		return nil, status.FromContextError(err).Err()
 	}
-	return encodeResult(translate.Translate(objs, settings)), nil
+	resp := encodeResult(translate.Translate(objs, settings))
+	if req.GetIncludeJson() {
+		if err := addJSON(resp.GetClusters(), resp.GetClusterLoadAssignments()); err != nil {
+			return nil, err
+		}
+	}
+	return resp, nil
 }
 
 // encodeResult converts a Result into a response. The resources' bytes are

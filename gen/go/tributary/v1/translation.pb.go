@@ -1104,7 +1104,8 @@ func (x *BatchRejected) GetViolations() []*FieldViolation {
 // FieldViolation is one problem in a request, like google.rpc.BadRequest's.
 type FieldViolation struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
-	// The path of the field at fault, for example "upserts[3].metadata.name".
+	// The path of the field at fault, with JSON field names, for example
+	// "batch.upserts[3].endpointSlice.metadata.name".
 	Field string `protobuf:"bytes,1,opt,name=field,proto3" json:"field,omitempty"`
 	// A machine-readable reason, for example REQUIRED or DUPLICATE.
 	Reason string `protobuf:"bytes,2,opt,name=reason,proto3" json:"reason,omitempty"`

@@ -576,7 +576,8 @@ export declare const BatchRejectedSchema: GenMessage<BatchRejected>;
  */
 export declare type FieldViolation = Message<"tributary.v1.FieldViolation"> & {
   /**
-   * The path of the field at fault, for example "upserts[3].metadata.name".
+   * The path of the field at fault, with JSON field names, for example
+   * "batch.upserts[3].endpointSlice.metadata.name".
    *
    * @generated from field: string field = 1;
    */
