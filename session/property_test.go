@@ -93,7 +93,7 @@ func checkRun(t *testing.T, c chooser, maxBatches int) {
 // TestSessionMatchesTranslate is the property test: for many seeded random
 // sequences of batches, incremental output equals a fresh Translate.
 func TestSessionMatchesTranslate(t *testing.T) {
-	runs := 300
+	runs := 150
 	if testing.Short() {
 		runs = 50
 	}
