@@ -118,7 +118,7 @@ func (h *harness) apply(b session.Batch) (session.Delta, []source.NamespacedName
 // expected names the entries a Delta should hold; their contents come from
 // a Translate.
 type expected struct {
-	clusters, clas, statuses                       []string // "namespace/name" of ExtensionServices
+	clusters, clas, statuses                      []string // "namespace/name" of ExtensionServices
 	removedClusters, removedCLAs, removedStatuses []string
 }
 
