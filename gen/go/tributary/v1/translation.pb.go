@@ -646,9 +646,27 @@ type SyncStart struct {
 	Settings *Settings `protobuf:"bytes,1,opt,name=settings,proto3" json:"settings,omitempty"`
 	// When true, every Resource the session sends also carries its JSON form
 	// (Resource.json), for clients that have no Envoy types to unpack it with.
-	IncludeJson   bool `protobuf:"varint,2,opt,name=include_json,json=includeJson,proto3" json:"include_json,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	IncludeJson bool `protobuf:"varint,2,opt,name=include_json,json=includeJson,proto3" json:"include_json,omitempty"`
+	// The xDS node group the session's Clusters and ClusterLoadAssignments are
+	// published to, when the server serves xDS (tributary serve
+	// --xds-address): an xDS client belongs to the group named by its
+	// node.cluster, or by its node.id when node.cluster is empty. Empty
+	// publishes nothing. One session publishes a group at a time: a newer
+	// session naming the same group takes it over (its first delta replaces
+	// what the group held), and the older one ends with ABORTED. When the
+	// session ends, its resources stay published for the server's withdraw
+	// grace period, so a client that reconnects within it does not blackhole
+	// traffic. NACKs of the group's resources come back as XdsNack messages.
+	// A session that names a group on a server without xDS fails with
+	// FAILED_PRECONDITION.
+	XdsNodeGroup string `protobuf:"bytes,3,opt,name=xds_node_group,json=xdsNodeGroup,proto3" json:"xds_node_group,omitempty"`
+	// When true (and xds_node_group is set), every valid ExtensionService also
+	// gets a Listener named like its Cluster, for proxyless gRPC clients that
+	// dial xds:///<cluster name>: an api_listener whose HttpConnectionManager
+	// routes every request to the Cluster.
+	PublishListeners bool `protobuf:"varint,4,opt,name=publish_listeners,json=publishListeners,proto3" json:"publish_listeners,omitempty"`
+	unknownFields    protoimpl.UnknownFields
+	sizeCache        protoimpl.SizeCache
 }
 
 func (x *SyncStart) Reset() {
@@ -691,6 +709,20 @@ func (x *SyncStart) GetSettings() *Settings {
 func (x *SyncStart) GetIncludeJson() bool {
 	if x != nil {
 		return x.IncludeJson
+	}
+	return false
+}
+
+func (x *SyncStart) GetXdsNodeGroup() string {
+	if x != nil {
+		return x.XdsNodeGroup
+	}
+	return ""
+}
+
+func (x *SyncStart) GetPublishListeners() bool {
+	if x != nil {
+		return x.PublishListeners
 	}
 	return false
 }
@@ -835,6 +867,7 @@ type SyncResponse struct {
 	//
 	//	*SyncResponse_Delta
 	//	*SyncResponse_Rejected
+	//	*SyncResponse_XdsNack
 	Message       isSyncResponse_Message `protobuf_oneof:"message"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -895,6 +928,15 @@ func (x *SyncResponse) GetRejected() *BatchRejected {
 	return nil
 }
 
+func (x *SyncResponse) GetXdsNack() *XdsNack {
+	if x != nil {
+		if x, ok := x.Message.(*SyncResponse_XdsNack); ok {
+			return x.XdsNack
+		}
+	}
+	return nil
+}
+
 type isSyncResponse_Message interface {
 	isSyncResponse_Message()
 }
@@ -909,9 +951,122 @@ type SyncResponse_Rejected struct {
 	Rejected *BatchRejected `protobuf:"bytes,2,opt,name=rejected,proto3,oneof"`
 }
 
+type SyncResponse_XdsNack struct {
+	// An xDS client of the session's node group rejected resources.
+	XdsNack *XdsNack `protobuf:"bytes,3,opt,name=xds_nack,json=xdsNack,proto3,oneof"`
+}
+
 func (*SyncResponse_Delta) isSyncResponse_Message() {}
 
 func (*SyncResponse_Rejected) isSyncResponse_Message() {}
+
+func (*SyncResponse_XdsNack) isSyncResponse_Message() {}
+
+// XdsNack reports that an xDS client rejected (NACKed) a response carrying
+// the session's resources. The client keeps the last version it accepted,
+// and the server does not send the rejected one to it again: only a later
+// change of the resources does. Sent at most once per rejected response.
+type XdsNack struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The client's node.id.
+	NodeId string `protobuf:"bytes,1,opt,name=node_id,json=nodeId,proto3" json:"node_id,omitempty"`
+	// The client's node group (see SyncStart.xds_node_group).
+	NodeGroup string `protobuf:"bytes,2,opt,name=node_group,json=nodeGroup,proto3" json:"node_group,omitempty"`
+	// The type URL of the rejected resources, for example
+	// "type.googleapis.com/envoy.config.cluster.v3.Cluster".
+	TypeUrl string `protobuf:"bytes,3,opt,name=type_url,json=typeUrl,proto3" json:"type_url,omitempty"`
+	// The names of the resources in the rejected response, sorted.
+	ResourceNames []string `protobuf:"bytes,4,rep,name=resource_names,json=resourceNames,proto3" json:"resource_names,omitempty"`
+	// The client's error_detail message: why it rejected them.
+	ErrorDetail string `protobuf:"bytes,5,opt,name=error_detail,json=errorDetail,proto3" json:"error_detail,omitempty"`
+	// The version the client rejected: the response's version_info (State of
+	// the World) or system_version_info (Delta).
+	RejectedVersion string `protobuf:"bytes,6,opt,name=rejected_version,json=rejectedVersion,proto3" json:"rejected_version,omitempty"`
+	// The version the client still uses (State of the World only: a Delta
+	// client reports none).
+	AcceptedVersion string `protobuf:"bytes,7,opt,name=accepted_version,json=acceptedVersion,proto3" json:"accepted_version,omitempty"`
+	unknownFields   protoimpl.UnknownFields
+	sizeCache       protoimpl.SizeCache
+}
+
+func (x *XdsNack) Reset() {
+	*x = XdsNack{}
+	mi := &file_tributary_v1_translation_proto_msgTypes[11]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *XdsNack) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*XdsNack) ProtoMessage() {}
+
+func (x *XdsNack) ProtoReflect() protoreflect.Message {
+	mi := &file_tributary_v1_translation_proto_msgTypes[11]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use XdsNack.ProtoReflect.Descriptor instead.
+func (*XdsNack) Descriptor() ([]byte, []int) {
+	return file_tributary_v1_translation_proto_rawDescGZIP(), []int{11}
+}
+
+func (x *XdsNack) GetNodeId() string {
+	if x != nil {
+		return x.NodeId
+	}
+	return ""
+}
+
+func (x *XdsNack) GetNodeGroup() string {
+	if x != nil {
+		return x.NodeGroup
+	}
+	return ""
+}
+
+func (x *XdsNack) GetTypeUrl() string {
+	if x != nil {
+		return x.TypeUrl
+	}
+	return ""
+}
+
+func (x *XdsNack) GetResourceNames() []string {
+	if x != nil {
+		return x.ResourceNames
+	}
+	return nil
+}
+
+func (x *XdsNack) GetErrorDetail() string {
+	if x != nil {
+		return x.ErrorDetail
+	}
+	return ""
+}
+
+func (x *XdsNack) GetRejectedVersion() string {
+	if x != nil {
+		return x.RejectedVersion
+	}
+	return ""
+}
+
+func (x *XdsNack) GetAcceptedVersion() string {
+	if x != nil {
+		return x.AcceptedVersion
+	}
+	return ""
+}
 
 // SyncDelta holds what changed in the session's output. Applying every delta
 // in order to an empty state gives exactly the output a Translate of the
@@ -944,7 +1099,7 @@ type SyncDelta struct {
 
 func (x *SyncDelta) Reset() {
 	*x = SyncDelta{}
-	mi := &file_tributary_v1_translation_proto_msgTypes[11]
+	mi := &file_tributary_v1_translation_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -956,7 +1111,7 @@ func (x *SyncDelta) String() string {
 func (*SyncDelta) ProtoMessage() {}
 
 func (x *SyncDelta) ProtoReflect() protoreflect.Message {
-	mi := &file_tributary_v1_translation_proto_msgTypes[11]
+	mi := &file_tributary_v1_translation_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -969,7 +1124,7 @@ func (x *SyncDelta) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SyncDelta.ProtoReflect.Descriptor instead.
 func (*SyncDelta) Descriptor() ([]byte, []int) {
-	return file_tributary_v1_translation_proto_rawDescGZIP(), []int{11}
+	return file_tributary_v1_translation_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *SyncDelta) GetBatchId() uint64 {
@@ -1052,7 +1207,7 @@ type BatchRejected struct {
 
 func (x *BatchRejected) Reset() {
 	*x = BatchRejected{}
-	mi := &file_tributary_v1_translation_proto_msgTypes[12]
+	mi := &file_tributary_v1_translation_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1064,7 +1219,7 @@ func (x *BatchRejected) String() string {
 func (*BatchRejected) ProtoMessage() {}
 
 func (x *BatchRejected) ProtoReflect() protoreflect.Message {
-	mi := &file_tributary_v1_translation_proto_msgTypes[12]
+	mi := &file_tributary_v1_translation_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1077,7 +1232,7 @@ func (x *BatchRejected) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BatchRejected.ProtoReflect.Descriptor instead.
 func (*BatchRejected) Descriptor() ([]byte, []int) {
-	return file_tributary_v1_translation_proto_rawDescGZIP(), []int{12}
+	return file_tributary_v1_translation_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *BatchRejected) GetBatchId() uint64 {
@@ -1117,7 +1272,7 @@ type FieldViolation struct {
 
 func (x *FieldViolation) Reset() {
 	*x = FieldViolation{}
-	mi := &file_tributary_v1_translation_proto_msgTypes[13]
+	mi := &file_tributary_v1_translation_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1129,7 +1284,7 @@ func (x *FieldViolation) String() string {
 func (*FieldViolation) ProtoMessage() {}
 
 func (x *FieldViolation) ProtoReflect() protoreflect.Message {
-	mi := &file_tributary_v1_translation_proto_msgTypes[13]
+	mi := &file_tributary_v1_translation_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1142,7 +1297,7 @@ func (x *FieldViolation) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FieldViolation.ProtoReflect.Descriptor instead.
 func (*FieldViolation) Descriptor() ([]byte, []int) {
-	return file_tributary_v1_translation_proto_rawDescGZIP(), []int{13}
+	return file_tributary_v1_translation_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *FieldViolation) GetField() string {
@@ -1208,10 +1363,12 @@ const file_tributary_v1_translation_proto_rawDesc = "" +
 	"\vSyncRequest\x12/\n" +
 	"\x05start\x18\x01 \x01(\v2\x17.tributary.v1.SyncStartH\x00R\x05start\x12/\n" +
 	"\x05batch\x18\x02 \x01(\v2\x17.tributary.v1.SyncBatchH\x00R\x05batchB\t\n" +
-	"\amessage\"b\n" +
+	"\amessage\"\xb5\x01\n" +
 	"\tSyncStart\x122\n" +
 	"\bsettings\x18\x01 \x01(\v2\x16.tributary.v1.SettingsR\bsettings\x12!\n" +
-	"\finclude_json\x18\x02 \x01(\bR\vincludeJson\"\x8e\x01\n" +
+	"\finclude_json\x18\x02 \x01(\bR\vincludeJson\x12$\n" +
+	"\x0exds_node_group\x18\x03 \x01(\tR\fxdsNodeGroup\x12+\n" +
+	"\x11publish_listeners\x18\x04 \x01(\bR\x10publishListeners\"\x8e\x01\n" +
 	"\tSyncBatch\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\x04R\x02id\x128\n" +
 	"\aupserts\x18\x02 \x03(\v2\x1e.tributary.v1.KubernetesObjectR\aupserts\x127\n" +
@@ -1219,11 +1376,21 @@ const file_tributary_v1_translation_proto_rawDesc = "" +
 	"\x0fObjectReference\x12,\n" +
 	"\x04kind\x18\x01 \x01(\x0e2\x18.tributary.v1.ObjectKindR\x04kind\x12\x1c\n" +
 	"\tnamespace\x18\x02 \x01(\tR\tnamespace\x12\x12\n" +
-	"\x04name\x18\x03 \x01(\tR\x04name\"\x85\x01\n" +
+	"\x04name\x18\x03 \x01(\tR\x04name\"\xb9\x01\n" +
 	"\fSyncResponse\x12/\n" +
 	"\x05delta\x18\x01 \x01(\v2\x17.tributary.v1.SyncDeltaH\x00R\x05delta\x129\n" +
-	"\brejected\x18\x02 \x01(\v2\x1b.tributary.v1.BatchRejectedH\x00R\brejectedB\t\n" +
-	"\amessage\"\xe5\x03\n" +
+	"\brejected\x18\x02 \x01(\v2\x1b.tributary.v1.BatchRejectedH\x00R\brejected\x122\n" +
+	"\bxds_nack\x18\x03 \x01(\v2\x15.tributary.v1.XdsNackH\x00R\axdsNackB\t\n" +
+	"\amessage\"\xfc\x01\n" +
+	"\aXdsNack\x12\x17\n" +
+	"\anode_id\x18\x01 \x01(\tR\x06nodeId\x12\x1d\n" +
+	"\n" +
+	"node_group\x18\x02 \x01(\tR\tnodeGroup\x12\x19\n" +
+	"\btype_url\x18\x03 \x01(\tR\atypeUrl\x12%\n" +
+	"\x0eresource_names\x18\x04 \x03(\tR\rresourceNames\x12!\n" +
+	"\ferror_detail\x18\x05 \x01(\tR\verrorDetail\x12)\n" +
+	"\x10rejected_version\x18\x06 \x01(\tR\x0frejectedVersion\x12)\n" +
+	"\x10accepted_version\x18\a \x01(\tR\x0facceptedVersion\"\xe5\x03\n" +
 	"\tSyncDelta\x12\x19\n" +
 	"\bbatch_id\x18\x01 \x01(\x04R\abatchId\x12\x1d\n" +
 	"\n" +
@@ -1270,7 +1437,7 @@ func file_tributary_v1_translation_proto_rawDescGZIP() []byte {
 }
 
 var file_tributary_v1_translation_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_tributary_v1_translation_proto_msgTypes = make([]protoimpl.MessageInfo, 14)
+var file_tributary_v1_translation_proto_msgTypes = make([]protoimpl.MessageInfo, 15)
 var file_tributary_v1_translation_proto_goTypes = []any{
 	(ObjectKind)(0),                // 0: tributary.v1.ObjectKind
 	(*TranslateRequest)(nil),       // 1: tributary.v1.TranslateRequest
@@ -1284,45 +1451,47 @@ var file_tributary_v1_translation_proto_goTypes = []any{
 	(*SyncBatch)(nil),              // 9: tributary.v1.SyncBatch
 	(*ObjectReference)(nil),        // 10: tributary.v1.ObjectReference
 	(*SyncResponse)(nil),           // 11: tributary.v1.SyncResponse
-	(*SyncDelta)(nil),              // 12: tributary.v1.SyncDelta
-	(*BatchRejected)(nil),          // 13: tributary.v1.BatchRejected
-	(*FieldViolation)(nil),         // 14: tributary.v1.FieldViolation
-	(*Settings)(nil),               // 15: tributary.v1.Settings
-	(*KubernetesObject)(nil),       // 16: tributary.v1.KubernetesObject
-	(*anypb.Any)(nil),              // 17: google.protobuf.Any
+	(*XdsNack)(nil),                // 12: tributary.v1.XdsNack
+	(*SyncDelta)(nil),              // 13: tributary.v1.SyncDelta
+	(*BatchRejected)(nil),          // 14: tributary.v1.BatchRejected
+	(*FieldViolation)(nil),         // 15: tributary.v1.FieldViolation
+	(*Settings)(nil),               // 16: tributary.v1.Settings
+	(*KubernetesObject)(nil),       // 17: tributary.v1.KubernetesObject
+	(*anypb.Any)(nil),              // 18: google.protobuf.Any
 }
 var file_tributary_v1_translation_proto_depIdxs = []int32{
-	15, // 0: tributary.v1.TranslateRequest.settings:type_name -> tributary.v1.Settings
-	16, // 1: tributary.v1.TranslateRequest.objects:type_name -> tributary.v1.KubernetesObject
+	16, // 0: tributary.v1.TranslateRequest.settings:type_name -> tributary.v1.Settings
+	17, // 1: tributary.v1.TranslateRequest.objects:type_name -> tributary.v1.KubernetesObject
 	3,  // 2: tributary.v1.TranslateResponse.clusters:type_name -> tributary.v1.Resource
 	3,  // 3: tributary.v1.TranslateResponse.cluster_load_assignments:type_name -> tributary.v1.Resource
 	4,  // 4: tributary.v1.TranslateResponse.statuses:type_name -> tributary.v1.ExtensionServiceStatus
-	17, // 5: tributary.v1.Resource.resource:type_name -> google.protobuf.Any
+	18, // 5: tributary.v1.Resource.resource:type_name -> google.protobuf.Any
 	5,  // 6: tributary.v1.ExtensionServiceStatus.conditions:type_name -> tributary.v1.DetailedCondition
 	6,  // 7: tributary.v1.DetailedCondition.errors:type_name -> tributary.v1.SubCondition
 	6,  // 8: tributary.v1.DetailedCondition.warnings:type_name -> tributary.v1.SubCondition
 	8,  // 9: tributary.v1.SyncRequest.start:type_name -> tributary.v1.SyncStart
 	9,  // 10: tributary.v1.SyncRequest.batch:type_name -> tributary.v1.SyncBatch
-	15, // 11: tributary.v1.SyncStart.settings:type_name -> tributary.v1.Settings
-	16, // 12: tributary.v1.SyncBatch.upserts:type_name -> tributary.v1.KubernetesObject
+	16, // 11: tributary.v1.SyncStart.settings:type_name -> tributary.v1.Settings
+	17, // 12: tributary.v1.SyncBatch.upserts:type_name -> tributary.v1.KubernetesObject
 	10, // 13: tributary.v1.SyncBatch.deletes:type_name -> tributary.v1.ObjectReference
 	0,  // 14: tributary.v1.ObjectReference.kind:type_name -> tributary.v1.ObjectKind
-	12, // 15: tributary.v1.SyncResponse.delta:type_name -> tributary.v1.SyncDelta
-	13, // 16: tributary.v1.SyncResponse.rejected:type_name -> tributary.v1.BatchRejected
-	3,  // 17: tributary.v1.SyncDelta.clusters:type_name -> tributary.v1.Resource
-	3,  // 18: tributary.v1.SyncDelta.cluster_load_assignments:type_name -> tributary.v1.Resource
-	4,  // 19: tributary.v1.SyncDelta.statuses:type_name -> tributary.v1.ExtensionServiceStatus
-	10, // 20: tributary.v1.SyncDelta.removed_statuses:type_name -> tributary.v1.ObjectReference
-	14, // 21: tributary.v1.BatchRejected.violations:type_name -> tributary.v1.FieldViolation
-	1,  // 22: tributary.v1.TranslationService.Translate:input_type -> tributary.v1.TranslateRequest
-	7,  // 23: tributary.v1.TranslationService.Sync:input_type -> tributary.v1.SyncRequest
-	2,  // 24: tributary.v1.TranslationService.Translate:output_type -> tributary.v1.TranslateResponse
-	11, // 25: tributary.v1.TranslationService.Sync:output_type -> tributary.v1.SyncResponse
-	24, // [24:26] is the sub-list for method output_type
-	22, // [22:24] is the sub-list for method input_type
-	22, // [22:22] is the sub-list for extension type_name
-	22, // [22:22] is the sub-list for extension extendee
-	0,  // [0:22] is the sub-list for field type_name
+	13, // 15: tributary.v1.SyncResponse.delta:type_name -> tributary.v1.SyncDelta
+	14, // 16: tributary.v1.SyncResponse.rejected:type_name -> tributary.v1.BatchRejected
+	12, // 17: tributary.v1.SyncResponse.xds_nack:type_name -> tributary.v1.XdsNack
+	3,  // 18: tributary.v1.SyncDelta.clusters:type_name -> tributary.v1.Resource
+	3,  // 19: tributary.v1.SyncDelta.cluster_load_assignments:type_name -> tributary.v1.Resource
+	4,  // 20: tributary.v1.SyncDelta.statuses:type_name -> tributary.v1.ExtensionServiceStatus
+	10, // 21: tributary.v1.SyncDelta.removed_statuses:type_name -> tributary.v1.ObjectReference
+	15, // 22: tributary.v1.BatchRejected.violations:type_name -> tributary.v1.FieldViolation
+	1,  // 23: tributary.v1.TranslationService.Translate:input_type -> tributary.v1.TranslateRequest
+	7,  // 24: tributary.v1.TranslationService.Sync:input_type -> tributary.v1.SyncRequest
+	2,  // 25: tributary.v1.TranslationService.Translate:output_type -> tributary.v1.TranslateResponse
+	11, // 26: tributary.v1.TranslationService.Sync:output_type -> tributary.v1.SyncResponse
+	25, // [25:27] is the sub-list for method output_type
+	23, // [23:25] is the sub-list for method input_type
+	23, // [23:23] is the sub-list for extension type_name
+	23, // [23:23] is the sub-list for extension extendee
+	0,  // [0:23] is the sub-list for field type_name
 }
 
 func init() { file_tributary_v1_translation_proto_init() }
@@ -1339,6 +1508,7 @@ func file_tributary_v1_translation_proto_init() {
 	file_tributary_v1_translation_proto_msgTypes[10].OneofWrappers = []any{
 		(*SyncResponse_Delta)(nil),
 		(*SyncResponse_Rejected)(nil),
+		(*SyncResponse_XdsNack)(nil),
 	}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
@@ -1346,7 +1516,7 @@ func file_tributary_v1_translation_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_tributary_v1_translation_proto_rawDesc), len(file_tributary_v1_translation_proto_rawDesc)),
 			NumEnums:      1,
-			NumMessages:   14,
+			NumMessages:   15,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -142,20 +142,26 @@ class SyncRequest(_message.Message):
     def __init__(self, start: _Optional[_Union[SyncStart, _Mapping]] = ..., batch: _Optional[_Union[SyncBatch, _Mapping]] = ...) -> None: ...
 
 class SyncResponse(_message.Message):
-    __slots__ = ["delta", "rejected"]
+    __slots__ = ["delta", "rejected", "xds_nack"]
     DELTA_FIELD_NUMBER: _ClassVar[int]
     REJECTED_FIELD_NUMBER: _ClassVar[int]
+    XDS_NACK_FIELD_NUMBER: _ClassVar[int]
     delta: SyncDelta
     rejected: BatchRejected
-    def __init__(self, delta: _Optional[_Union[SyncDelta, _Mapping]] = ..., rejected: _Optional[_Union[BatchRejected, _Mapping]] = ...) -> None: ...
+    xds_nack: XdsNack
+    def __init__(self, delta: _Optional[_Union[SyncDelta, _Mapping]] = ..., rejected: _Optional[_Union[BatchRejected, _Mapping]] = ..., xds_nack: _Optional[_Union[XdsNack, _Mapping]] = ...) -> None: ...
 
 class SyncStart(_message.Message):
-    __slots__ = ["include_json", "settings"]
+    __slots__ = ["include_json", "publish_listeners", "settings", "xds_node_group"]
     INCLUDE_JSON_FIELD_NUMBER: _ClassVar[int]
+    PUBLISH_LISTENERS_FIELD_NUMBER: _ClassVar[int]
     SETTINGS_FIELD_NUMBER: _ClassVar[int]
+    XDS_NODE_GROUP_FIELD_NUMBER: _ClassVar[int]
     include_json: bool
+    publish_listeners: bool
     settings: _settings_pb2.Settings
-    def __init__(self, settings: _Optional[_Union[_settings_pb2.Settings, _Mapping]] = ..., include_json: bool = ...) -> None: ...
+    xds_node_group: str
+    def __init__(self, settings: _Optional[_Union[_settings_pb2.Settings, _Mapping]] = ..., include_json: bool = ..., xds_node_group: _Optional[str] = ..., publish_listeners: bool = ...) -> None: ...
 
 class TranslateRequest(_message.Message):
     __slots__ = ["include_json", "objects", "settings"]
@@ -176,6 +182,24 @@ class TranslateResponse(_message.Message):
     clusters: _containers.RepeatedCompositeFieldContainer[Resource]
     statuses: _containers.RepeatedCompositeFieldContainer[ExtensionServiceStatus]
     def __init__(self, clusters: _Optional[_Iterable[_Union[Resource, _Mapping]]] = ..., cluster_load_assignments: _Optional[_Iterable[_Union[Resource, _Mapping]]] = ..., statuses: _Optional[_Iterable[_Union[ExtensionServiceStatus, _Mapping]]] = ...) -> None: ...
+
+class XdsNack(_message.Message):
+    __slots__ = ["accepted_version", "error_detail", "node_group", "node_id", "rejected_version", "resource_names", "type_url"]
+    ACCEPTED_VERSION_FIELD_NUMBER: _ClassVar[int]
+    ERROR_DETAIL_FIELD_NUMBER: _ClassVar[int]
+    NODE_GROUP_FIELD_NUMBER: _ClassVar[int]
+    NODE_ID_FIELD_NUMBER: _ClassVar[int]
+    REJECTED_VERSION_FIELD_NUMBER: _ClassVar[int]
+    RESOURCE_NAMES_FIELD_NUMBER: _ClassVar[int]
+    TYPE_URL_FIELD_NUMBER: _ClassVar[int]
+    accepted_version: str
+    error_detail: str
+    node_group: str
+    node_id: str
+    rejected_version: str
+    resource_names: _containers.RepeatedScalarFieldContainer[str]
+    type_url: str
+    def __init__(self, node_id: _Optional[str] = ..., node_group: _Optional[str] = ..., type_url: _Optional[str] = ..., resource_names: _Optional[_Iterable[str]] = ..., error_detail: _Optional[str] = ..., rejected_version: _Optional[str] = ..., accepted_version: _Optional[str] = ...) -> None: ...
 
 class ObjectKind(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     __slots__ = []

@@ -338,6 +338,34 @@ export declare type SyncStart = Message<"tributary.v1.SyncStart"> & {
    * @generated from field: bool include_json = 2;
    */
   includeJson: boolean;
+
+  /**
+   * The xDS node group the session's Clusters and ClusterLoadAssignments are
+   * published to, when the server serves xDS (tributary serve
+   * --xds-address): an xDS client belongs to the group named by its
+   * node.cluster, or by its node.id when node.cluster is empty. Empty
+   * publishes nothing. One session publishes a group at a time: a newer
+   * session naming the same group takes it over (its first delta replaces
+   * what the group held), and the older one ends with ABORTED. When the
+   * session ends, its resources stay published for the server's withdraw
+   * grace period, so a client that reconnects within it does not blackhole
+   * traffic. NACKs of the group's resources come back as XdsNack messages.
+   * A session that names a group on a server without xDS fails with
+   * FAILED_PRECONDITION.
+   *
+   * @generated from field: string xds_node_group = 3;
+   */
+  xdsNodeGroup: string;
+
+  /**
+   * When true (and xds_node_group is set), every valid ExtensionService also
+   * gets a Listener named like its Cluster, for proxyless gRPC clients that
+   * dial xds:///<cluster name>: an api_listener whose HttpConnectionManager
+   * routes every request to the Cluster.
+   *
+   * @generated from field: bool publish_listeners = 4;
+   */
+  publishListeners: boolean;
 };
 
 /**
@@ -444,6 +472,14 @@ export declare type SyncResponse = Message<"tributary.v1.SyncResponse"> & {
      */
     value: BatchRejected;
     case: "rejected";
+  } | {
+    /**
+     * An xDS client of the session's node group rejected resources.
+     *
+     * @generated from field: tributary.v1.XdsNack xds_nack = 3;
+     */
+    value: XdsNack;
+    case: "xdsNack";
   } | { case: undefined; value?: undefined };
 };
 
@@ -452,6 +488,74 @@ export declare type SyncResponse = Message<"tributary.v1.SyncResponse"> & {
  * Use `create(SyncResponseSchema)` to create a new message.
  */
 export declare const SyncResponseSchema: GenMessage<SyncResponse>;
+
+/**
+ * XdsNack reports that an xDS client rejected (NACKed) a response carrying
+ * the session's resources. The client keeps the last version it accepted,
+ * and the server does not send the rejected one to it again: only a later
+ * change of the resources does. Sent at most once per rejected response.
+ *
+ * @generated from message tributary.v1.XdsNack
+ */
+export declare type XdsNack = Message<"tributary.v1.XdsNack"> & {
+  /**
+   * The client's node.id.
+   *
+   * @generated from field: string node_id = 1;
+   */
+  nodeId: string;
+
+  /**
+   * The client's node group (see SyncStart.xds_node_group).
+   *
+   * @generated from field: string node_group = 2;
+   */
+  nodeGroup: string;
+
+  /**
+   * The type URL of the rejected resources, for example
+   * "type.googleapis.com/envoy.config.cluster.v3.Cluster".
+   *
+   * @generated from field: string type_url = 3;
+   */
+  typeUrl: string;
+
+  /**
+   * The names of the resources in the rejected response, sorted.
+   *
+   * @generated from field: repeated string resource_names = 4;
+   */
+  resourceNames: string[];
+
+  /**
+   * The client's error_detail message: why it rejected them.
+   *
+   * @generated from field: string error_detail = 5;
+   */
+  errorDetail: string;
+
+  /**
+   * The version the client rejected: the response's version_info (State of
+   * the World) or system_version_info (Delta).
+   *
+   * @generated from field: string rejected_version = 6;
+   */
+  rejectedVersion: string;
+
+  /**
+   * The version the client still uses (State of the World only: a Delta
+   * client reports none).
+   *
+   * @generated from field: string accepted_version = 7;
+   */
+  acceptedVersion: string;
+};
+
+/**
+ * Describes the message tributary.v1.XdsNack.
+ * Use `create(XdsNackSchema)` to create a new message.
+ */
+export declare const XdsNackSchema: GenMessage<XdsNack>;
 
 /**
  * SyncDelta holds what changed in the session's output. Applying every delta
