@@ -1,0 +1,64 @@
+package metrics
+
+import (
+	"net/http"
+	"sync/atomic"
+
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+)
+
+// probes holds what /readyz reports.
+type probes struct {
+	ready atomic.Bool
+}
+
+// SetReady sets what /readyz answers: true once the gRPC listeners serve,
+// false again when the server starts draining, so a load balancer stops
+// sending new calls before connections close.
+func (m *Metrics) SetReady(ready bool) {
+	if m == nil {
+		return
+	}
+	m.probes.ready.Store(ready)
+}
+
+// Ready reports what /readyz answers.
+func (m *Metrics) Ready() bool {
+	return m != nil && m.probes.ready.Load()
+}
+
+// Handler serves
+//   - /metrics: every metric in the registry, in the Prometheus text format
+//     (or OpenMetrics, when the scraper asks for it);
+//   - /healthz: 200 while the process can answer HTTP at all (liveness:
+//     nothing else is checked, so a busy translation never gets the process
+//     restarted);
+//   - /readyz: 200 while ready (see SetReady), else 503.
+//
+// Any other path is 404.
+func (m *Metrics) Handler() http.Handler {
+	mux := http.NewServeMux()
+	mux.Handle("GET /metrics", promhttp.HandlerFor(m.registry, promhttp.HandlerOpts{
+		Registry:          m.registry, // counts failed scrapes in promhttp_metric_handler_errors_total
+		EnableOpenMetrics: true,
+	}))
+	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
+		writeProbe(w, http.StatusOK, "ok\n")
+	})
+	mux.HandleFunc("GET /readyz", func(w http.ResponseWriter, _ *http.Request) {
+		if m.Ready() {
+			writeProbe(w, http.StatusOK, "ready\n")
+			return
+		}
+		writeProbe(w, http.StatusServiceUnavailable, "not ready\n")
+	})
+	return mux
+}
+
+func writeProbe(w http.ResponseWriter, code int, body string) {
+	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+	w.Header().Set("Cache-Control", "no-store")
+	w.WriteHeader(code)
+	// A failed write means the prober left; there is no one to tell.
+	_, _ = w.Write([]byte(body))
+}

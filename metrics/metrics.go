@@ -1,0 +1,204 @@
+// Package metrics is Tributary's Prometheus instrumentation: the standard
+// gRPC server metrics of go-grpc-middleware's prometheus provider, the
+// translation service's own metrics, and the HTTP endpoints that serve them
+// with liveness and readiness (see Handler).
+//
+// Every metric lives in the registry of one Metrics value, never in the
+// global default registry, so tests and several servers in one process read
+// exactly their own counts.
+package metrics
+
+import (
+	"strings"
+	"time"
+
+	grpcprom "github.com/grpc-ecosystem/go-grpc-middleware/providers/prometheus"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/reflection"
+)
+
+// RPC label values of tributary_translation_duration_seconds and
+// tributary_resources_sent_total.
+const (
+	RPCTranslate = "translate"
+	RPCSync      = "sync"
+)
+
+// translationBuckets span a small translation (a few ExtensionServices,
+// about 100µs) to the largest the message limit allows (millions of
+// endpoints, tens of seconds), a factor of four apart.
+var translationBuckets = prometheus.ExponentialBuckets(0.0001, 4, 10)
+
+// Metrics owns a Prometheus registry holding the gRPC server metrics, Go
+// runtime and process metrics, and Tributary's own. It is safe for
+// concurrent use.
+//
+// A nil *Metrics is valid and records nothing: code that reports metrics
+// needs no check of its own for a server built without them.
+type Metrics struct {
+	registry *prometheus.Registry
+	grpc     *grpcprom.ServerMetrics
+
+	sessionsActive      prometheus.Gauge
+	sessionObjects      *prometheus.GaugeVec
+	translationDuration *prometheus.HistogramVec
+	resourcesSent       *prometheus.CounterVec
+	deltasCoalesced     prometheus.Counter
+	nacks               *prometheus.CounterVec
+
+	probes probes
+}
+
+// New returns Metrics with every metric registered and at zero. It starts
+// out not ready (see SetReady).
+func New() *Metrics {
+	m := &Metrics{
+		registry: prometheus.NewRegistry(),
+		grpc:     grpcprom.NewServerMetrics(grpcprom.WithServerHandlingTimeHistogram()),
+		sessionsActive: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "tributary_sync_sessions_active",
+			Help: "Sync sessions open now (counted from a valid SyncStart until the stream ends).",
+		}),
+		sessionObjects: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "tributary_sync_session_objects",
+			Help: "Input objects held by all open Sync sessions, by kind; divide by tributary_sync_sessions_active for the mean per session.",
+		}, []string{"kind"}),
+		translationDuration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    "tributary_translation_duration_seconds",
+			Help:    "Time spent translating: a whole Translate request (rpc=translate) or applying one Sync batch (rpc=sync).",
+			Buckets: translationBuckets,
+		}, []string{"rpc"}),
+		resourcesSent: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "tributary_resources_sent_total",
+			Help: "Envoy resources sent to clients, by RPC and resource type.",
+		}, []string{"rpc", "type"}),
+		deltasCoalesced: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "tributary_deltas_coalesced_total",
+			Help: "Sync batches answered by the delta of a later batch, because the client read slower than it wrote.",
+		}),
+		nacks: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "tributary_xds_nacks_total",
+			Help: "xDS responses a client rejected (NACKed), by resource type.",
+		}, []string{"type"}),
+	}
+	m.registry.MustRegister(
+		m.grpc,
+		collectors.NewGoCollector(),
+		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
+		m.sessionsActive, m.sessionObjects, m.translationDuration,
+		m.resourcesSent, m.deltasCoalesced, m.nacks,
+	)
+	// Series that exist before their first event, so a dashboard shows 0
+	// rather than no data and rate() sees the first increment.
+	for _, rpc := range []string{RPCTranslate, RPCSync} {
+		m.translationDuration.WithLabelValues(rpc)
+	}
+	for _, kind := range ObjectKinds {
+		m.sessionObjects.WithLabelValues(kind)
+	}
+	return m
+}
+
+// ObjectKinds are the kind label values of tributary_sync_session_objects:
+// the Kubernetes kinds a session holds.
+var ObjectKinds = []string{"ExtensionService", "Service", "EndpointSlice", "Secret", "TLSCertificateDelegation"}
+
+// Registry is the registry every metric is in, for tests and for callers
+// that add collectors of their own.
+func (m *Metrics) Registry() *prometheus.Registry { return m.registry }
+
+// UnaryServerInterceptor and StreamServerInterceptor count and time every
+// call (grpc_server_started_total, grpc_server_handled_total,
+// grpc_server_handling_seconds, grpc_server_msg_{received,sent}_total).
+func (m *Metrics) UnaryServerInterceptor() grpc.UnaryServerInterceptor {
+	return m.grpc.UnaryServerInterceptor()
+}
+
+// StreamServerInterceptor is UnaryServerInterceptor's counterpart for streams.
+func (m *Metrics) StreamServerInterceptor() grpc.StreamServerInterceptor {
+	return m.grpc.StreamServerInterceptor()
+}
+
+// InitializeGRPC creates the gRPC series of every method s serves, at zero,
+// so they are scraped before the first call. Call it once every service is
+// registered on s.
+func (m *Metrics) InitializeGRPC(s reflection.ServiceInfoProvider) {
+	if m == nil {
+		return
+	}
+	m.grpc.InitializeMetrics(s)
+}
+
+// SessionStarted counts a Sync session as active, until SessionEnded.
+func (m *Metrics) SessionStarted() {
+	if m == nil {
+		return
+	}
+	m.sessionsActive.Inc()
+}
+
+// SessionEnded stops counting a Sync session that SessionStarted counted.
+func (m *Metrics) SessionEnded() {
+	if m == nil {
+		return
+	}
+	m.sessionsActive.Dec()
+}
+
+// AddSessionObjects adds n (negative to subtract) objects of kind, one of
+// ObjectKinds, to those the open sessions hold. A session that ends
+// subtracts everything it added.
+func (m *Metrics) AddSessionObjects(kind string, n int) {
+	if m == nil || n == 0 {
+		return
+	}
+	m.sessionObjects.WithLabelValues(kind).Add(float64(n))
+}
+
+// ObserveTranslation records that a translation for rpc (RPCTranslate or
+// RPCSync) took d.
+func (m *Metrics) ObserveTranslation(rpc string, d time.Duration) {
+	if m == nil {
+		return
+	}
+	m.translationDuration.WithLabelValues(rpc).Observe(d.Seconds())
+}
+
+// ResourcesSent counts n resources of typeURL sent over rpc (RPCTranslate,
+// RPCSync, or the name of another API, such as "xds").
+func (m *Metrics) ResourcesSent(rpc, typeURL string, n int) {
+	if m == nil || n == 0 {
+		return
+	}
+	m.resourcesSent.WithLabelValues(rpc, TypeLabel(typeURL)).Add(float64(n))
+}
+
+// DeltasCoalesced counts n batches whose answer was merged into a later
+// batch's: a Sync answer that covers k batches coalesces k-1.
+func (m *Metrics) DeltasCoalesced(n int) {
+	if m == nil || n <= 0 {
+		return
+	}
+	m.deltasCoalesced.Add(float64(n))
+}
+
+// RecordNACK counts one xDS response of typeURL that a client rejected
+// (a DiscoveryRequest with error_detail set).
+func (m *Metrics) RecordNACK(typeURL string) {
+	if m == nil {
+		return
+	}
+	m.nacks.WithLabelValues(TypeLabel(typeURL)).Inc()
+}
+
+// TypeLabel is the type label of a resource type URL: its message name,
+// without the "type.googleapis.com/" prefix every type URL shares
+// ("envoy.config.cluster.v3.Cluster").
+func TypeLabel(typeURL string) string {
+	if i := strings.LastIndexByte(typeURL, '/'); i >= 0 {
+		return typeURL[i+1:]
+	}
+	return typeURL
+}
