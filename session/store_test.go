@@ -2,7 +2,6 @@ package session_test
 
 import (
 	"cmp"
-	"slices"
 
 	"github.com/tributary-dev/tributary/session"
 	"github.com/tributary-dev/tributary/source"
@@ -88,13 +87,4 @@ func values[V any](m map[source.NamespacedName]V) []V {
 
 func compareNames(a, b source.NamespacedName) int {
 	return cmp.Or(cmp.Compare(a.Namespace, b.Namespace), cmp.Compare(a.Name, b.Name))
-}
-
-func sortedNames[V any](m map[source.NamespacedName]V) []source.NamespacedName {
-	names := make([]source.NamespacedName, 0, len(m))
-	for n := range m {
-		names = append(names, n)
-	}
-	slices.SortFunc(names, compareNames)
-	return names
 }

@@ -1,0 +1,45 @@
+package session
+
+import (
+	"testing"
+
+	"github.com/tributary-dev/tributary/envoy"
+	"github.com/tributary-dev/tributary/internal/workload"
+	"github.com/tributary-dev/tributary/model"
+	"github.com/tributary-dev/tributary/source"
+)
+
+// BenchmarkRebuildParts splits the rebuild of one ExtensionService of the
+// standard workload (two Services of 100 endpoints) into its parts: model
+// validation and endpoint resolution, CLA encoding, Cluster build and
+// marshal, and hashing. It shows where BenchmarkApplyOneEndpoint's time goes.
+func BenchmarkRebuildParts(b *testing.B) {
+	objs := workload.Standard(1000, 100)
+	idx := model.NewIndex(objs)
+	mb := model.NewBuilder(idx, source.Settings{})
+	es := &objs.ExtensionServices[0]
+	b.Run("model", func(b *testing.B) {
+		for b.Loop() {
+			mb.Build(es)
+		}
+	})
+	ec, _ := mb.Build(es)
+	b.Run("cla", func(b *testing.B) {
+		for b.Loop() {
+			envoy.AppendClusterLoadAssignment(nil, ec)
+		}
+	})
+	r := newRebuilder(idx, source.Settings{})
+	b.Run("cluster", func(b *testing.B) {
+		for b.Loop() {
+			c, _ := r.marshal.Marshal(envoy.BuildCluster(ec))
+			contentVersion(c)
+		}
+	})
+	cla := envoy.AppendClusterLoadAssignment(nil, ec)
+	b.Run("hash", func(b *testing.B) {
+		for b.Loop() {
+			contentVersion(cla)
+		}
+	})
+}
