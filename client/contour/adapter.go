@@ -80,6 +80,9 @@ type AdapterOptions struct {
 //
 // An Adapter is safe for concurrent use.
 type Adapter struct {
+	// target receives the objects: session itself, or one session per
+	// replica (see NewReplicatedAdapter).
+	target    syncTarget
 	session   *client.SyncSession
 	ctx       context.Context
 	clusters  ClusterSink
@@ -102,9 +105,27 @@ type Adapter struct {
 	flushes   sync.WaitGroup
 }
 
+// syncTarget is what an Adapter's events and flushes go to. The batching
+// (debounce, the first Flush, error reporting) is the Adapter's; the target
+// only holds objects and sends them.
+type syncTarget interface {
+	Upsert(objs ...*tributaryv1.KubernetesObject)
+	Delete(refs ...*tributaryv1.ObjectReference)
+	Flush(ctx context.Context) error
+	Close()
+}
+
 // NewAdapter opens a Sync session over c under settings and returns an
 // Adapter feeding it. The session lives until ctx ends or Close is called.
 func NewAdapter(ctx context.Context, c *client.Client, settings *Config, opts AdapterOptions) *Adapter {
+	a := newAdapter(ctx, opts)
+	a.session = c.Sync(ctx, Settings(settings), a.syncOptions(opts)...)
+	a.target = a.session
+	return a
+}
+
+// newAdapter returns an Adapter with no target yet.
+func newAdapter(ctx context.Context, opts AdapterOptions) *Adapter {
 	a := &Adapter{
 		ctx:       ctx,
 		clusters:  opts.Clusters,
@@ -123,9 +144,13 @@ func NewAdapter(ctx context.Context, c *client.Client, settings *Config, opts Ad
 	if a.onError == nil {
 		a.onError = func(err error) { slog.Default().Error("tributary: sending informer changes failed", "error", err) }
 	}
-	syncOpts := append(append([]client.SyncOption{}, opts.SyncOptions...), client.WithUpdateHandler(a.apply))
-	a.session = c.Sync(ctx, Settings(settings), syncOpts...)
 	return a
+}
+
+// syncOptions are the caller's session options with the adapter's update
+// handler last, so that it wins.
+func (a *Adapter) syncOptions(opts AdapterOptions) []client.SyncOption {
+	return append(append([]client.SyncOption{}, opts.SyncOptions...), client.WithUpdateHandler(a.apply))
 }
 
 // OnAdd upserts obj. isInInitialList changes nothing: until the first
@@ -148,7 +173,7 @@ func (a *Adapter) OnDelete(obj any) {
 			return
 		}
 	}
-	a.session.Delete(client.Reference(o))
+	a.target.Delete(client.Reference(o))
 	a.changed()
 }
 
@@ -157,7 +182,7 @@ func (a *Adapter) upsert(obj any) {
 	if !ok {
 		return
 	}
-	a.session.Upsert(o)
+	a.target.Upsert(o)
 	a.changed()
 }
 
@@ -195,7 +220,7 @@ func (a *Adapter) Flush(ctx context.Context) error {
 	a.started = true
 	a.dirty = false
 	a.mu.Unlock()
-	return a.session.Flush(ctx)
+	return a.target.Flush(ctx)
 }
 
 // Session returns the underlying session, for its View and Err.
@@ -209,7 +234,7 @@ func (a *Adapter) Close() {
 		a.flushes.Done()
 	}
 	a.mu.Unlock()
-	a.session.Close()
+	a.target.Close()
 	a.flushes.Wait()
 }
 
@@ -238,7 +263,7 @@ func (a *Adapter) autoFlush() {
 	a.mu.Lock()
 	a.dirty = false
 	a.mu.Unlock()
-	err := a.session.Flush(a.ctx)
+	err := a.target.Flush(a.ctx)
 	a.mu.Lock()
 	closed := a.closed
 	a.mu.Unlock()
