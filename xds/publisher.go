@@ -1,0 +1,425 @@
+package xds
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/envoyproxy/go-control-plane/pkg/cache/types"
+	resourcev3 "github.com/envoyproxy/go-control-plane/pkg/resource/v3"
+
+	"github.com/tributary-dev/tributary/translate"
+)
+
+// Options configure a Publisher; zero values mean the documented defaults.
+type Options struct {
+	// WithdrawGrace is how long a node group's resources stay published
+	// after the session that published them ends (or is taken over), so
+	// that a client reconnecting within it, whose new session publishes the
+	// same resources again, causes no change at all for the group's xDS
+	// clients. 0 withdraws at once.
+	WithdrawGrace time.Duration
+	// Logger receives NACKs, resources refused before publishing, and
+	// withdrawals; nil means slog.Default().
+	Logger *slog.Logger
+	// Metrics, when set, is told of every NACK and every refused resource.
+	Metrics Metrics
+}
+
+// Metrics receives the events an operator counts.
+type Metrics interface {
+	// Nack is called once per rejected response.
+	Nack(n Nack)
+	// Refused is called when a resource fails validation and is not
+	// published (a translator bug: the translator promises valid output).
+	Refused(group, typeURL, name string, err error)
+}
+
+// Publisher serves Sync sessions' Envoy resources over xDS: every node group
+// (see NodeGroup) has its own Clusters, ClusterLoadAssignments and
+// Listeners, which one Publication at a time changes. It is safe for
+// concurrent use.
+//
+// A Publisher checks every resource before publishing it (ValidateAll, plus
+// envoy.CheckClusterLoadAssignment for ClusterLoadAssignments): a client
+// that NACKs keeps its last good configuration, but other clients would take
+// the bad one, so a resource that fails is not published and the last good
+// version of it, if any, keeps serving.
+type Publisher struct {
+	cache   *groupCache
+	tracker *nackTracker
+	grace   time.Duration
+	logger  *slog.Logger
+	metrics Metrics
+
+	// ctx ends every xDS stream when cancelled (Shutdown).
+	ctx    context.Context
+	cancel context.CancelFunc
+
+	mu     sync.Mutex
+	groups map[string]*group
+}
+
+// group is what a Publisher holds for one node group.
+type group struct {
+	name string
+	// owner is the live Publication, if any.
+	owner *Publication
+	// types tracks what is published, by type URL.
+	types map[string]*published
+	// withdraw, while set, will withdraw the stale resources.
+	withdraw *time.Timer
+}
+
+// published tracks the resources of one type published to a group.
+type published struct {
+	// versions maps every published name to the version (translate's
+	// content hash) of what is published under it; Listeners have "".
+	versions map[string]string
+	// stale holds the names no live Publication has published: those of a
+	// Publication that ended or was taken over, which its successor has not
+	// published again (yet). They are withdrawn when the grace period ends.
+	stale map[string]struct{}
+}
+
+// ErrSuperseded is returned by Publication.Apply once a newer Publication
+// has taken over the node group.
+var ErrSuperseded = errors.New("a newer session has taken over the xDS node group")
+
+// NewPublisher returns a Publisher with no groups.
+func NewPublisher(opts Options) *Publisher {
+	logger := opts.Logger
+	if logger == nil {
+		logger = slog.Default()
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	p := &Publisher{
+		cache:   newGroupCache(newVersionPrefix(), slogAdapter{logger}),
+		grace:   max(opts.WithdrawGrace, 0),
+		logger:  logger,
+		metrics: opts.Metrics,
+		ctx:     ctx,
+		cancel:  cancel,
+		groups:  map[string]*group{},
+	}
+	p.tracker = newNackTracker(p.nacked)
+	return p
+}
+
+// newVersionPrefix returns "<16 random hex digits>-": State-of-the-World
+// versions start with it, so versions of a restarted server never repeat
+// those of an earlier one (LinearCache's counters restart at 1).
+func newVersionPrefix() string {
+	var id [8]byte
+	_, _ = rand.Read(id[:]) // never fails (it crashes the program instead)
+	return hex.EncodeToString(id[:]) + "-"
+}
+
+// PublicationOptions configure one Publication.
+type PublicationOptions struct {
+	// Listeners asks for a Listener per Cluster (see BuildListener), for
+	// proxyless gRPC clients.
+	Listeners bool
+	// OnNack is called for every NACK by a client of the group while the
+	// Publication owns it. It is called from an xDS stream's goroutine and
+	// must not block.
+	OnNack func(Nack)
+	// OnSuperseded is called once if a newer Publication takes the group
+	// over. It must not block.
+	OnSuperseded func()
+}
+
+// Publication is one session's right to change a node group's resources.
+type Publication struct {
+	p     *Publisher
+	group *group
+	opts  PublicationOptions
+	// superseded and closed are guarded by p.mu.
+	superseded, closed bool
+}
+
+// Open makes a new Publication the owner of the node group named name,
+// which must not be empty. A Publication that owned it is superseded: its
+// OnSuperseded is called, its Apply fails with ErrSuperseded, and what it
+// published turns stale, as if it had been closed. The new Publication
+// publishes into what is there: resources it publishes again with the same
+// version change nothing for the group's clients, and stale ones it does
+// not publish are withdrawn when the grace period ends.
+func (p *Publisher) Open(name string, opts PublicationOptions) (*Publication, error) {
+	if name == "" {
+		return nil, errors.New("an xDS node group must not be empty")
+	}
+	p.mu.Lock()
+	g := p.groups[name]
+	if g == nil {
+		g = &group{name: name, types: map[string]*published{}}
+		p.groups[name] = g
+	}
+	pub := &Publication{p: p, group: g, opts: opts}
+	old := g.owner
+	g.owner = pub
+	if old != nil {
+		old.superseded = true
+		p.orphanLocked(g)
+	}
+	p.mu.Unlock()
+	if old != nil {
+		p.logger.Warn("xDS node group taken over by a newer session", "group", name)
+		if old.opts.OnSuperseded != nil {
+			old.opts.OnSuperseded()
+		}
+	}
+	return pub, nil
+}
+
+// Changes are changes to a group's resources: translate.Resources added
+// or changed, and the names of those removed.
+type Changes struct {
+	Clusters                      []translate.Resource
+	ClusterLoadAssignments        []translate.Resource
+	RemovedClusters               []string
+	RemovedClusterLoadAssignments []string
+}
+
+// Apply publishes c to the group's clients: only the resources whose
+// version differs from what is published are sent, each to the clients that
+// watch it. A resource that fails validation is logged, counted and skipped,
+// keeping the version published before, if any. With Listeners, every
+// Cluster published or removed publishes or removes its Listener.
+//
+// Apply fails with ErrSuperseded once a newer Publication owns the group,
+// and changes nothing after Close.
+func (pub *Publication) Apply(c Changes) error {
+	p := pub.p
+	clusters := make(map[string]types.Resource, len(c.Clusters))
+	for _, r := range c.Clusters {
+		if cl, err := decodeCluster(r); err != nil {
+			p.refused(pub.group.name, resourcev3.ClusterType, r.Name, err)
+			clusters[r.Name] = nil // claimed, but the last good version stays
+		} else {
+			clusters[r.Name] = cl
+		}
+	}
+	clas := make(map[string]types.Resource, len(c.ClusterLoadAssignments))
+	for _, r := range c.ClusterLoadAssignments {
+		if cla, err := decodeClusterLoadAssignment(r); err != nil {
+			p.refused(pub.group.name, resourcev3.EndpointType, r.Name, err)
+			clas[r.Name] = nil
+		} else {
+			clas[r.Name] = cla
+		}
+	}
+
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	switch {
+	case pub.superseded:
+		return ErrSuperseded
+	case pub.closed:
+		return nil
+	}
+	g := pub.group
+	p.updateLocked(g, resourcev3.ClusterType, versionsOf(c.Clusters), clusters, c.RemovedClusters)
+	p.updateLocked(g, resourcev3.EndpointType, versionsOf(c.ClusterLoadAssignments), clas, c.RemovedClusterLoadAssignments)
+	if pub.opts.Listeners {
+		listeners := make(map[string]types.Resource, len(c.Clusters))
+		versions := make(map[string]string, len(c.Clusters))
+		for _, r := range c.Clusters {
+			l := BuildListener(r.Name)
+			if err := checkListener(l); err != nil {
+				p.refused(g.name, resourcev3.ListenerType, r.Name, err)
+				listeners[r.Name] = nil
+			} else {
+				listeners[r.Name] = l
+			}
+			versions[r.Name] = ""
+		}
+		p.updateLocked(g, resourcev3.ListenerType, versions, listeners, c.RemovedClusters)
+	}
+	return nil
+}
+
+func versionsOf(rs []translate.Resource) map[string]string {
+	v := make(map[string]string, len(rs))
+	for _, r := range rs {
+		v[r.Name] = r.Version
+	}
+	return v
+}
+
+// updateLocked publishes resources (nil for one that failed validation),
+// whose versions are in versions, and withdraws removed, for one type.
+// Names published again stop being stale; a resource whose version is
+// already published is not touched, so its clients see nothing.
+func (p *Publisher) updateLocked(g *group, typeURL string, versions map[string]string, resources map[string]types.Resource, removed []string) {
+	t := g.published(typeURL)
+	toUpdate := map[string]types.Resource{}
+	var toDelete []string
+	for name, res := range resources {
+		delete(t.stale, name)
+		if res == nil {
+			continue
+		}
+		if v, ok := t.versions[name]; ok && v == versions[name] {
+			continue
+		}
+		toUpdate[name] = res
+		t.versions[name] = versions[name]
+	}
+	for _, name := range removed {
+		delete(t.stale, name)
+		if _, ok := t.versions[name]; ok {
+			delete(t.versions, name)
+			toDelete = append(toDelete, name)
+		}
+	}
+	p.writeLocked(g.name, typeURL, toUpdate, toDelete)
+}
+
+func (g *group) published(typeURL string) *published {
+	t := g.types[typeURL]
+	if t == nil {
+		t = &published{versions: map[string]string{}, stale: map[string]struct{}{}}
+		g.types[typeURL] = t
+	}
+	return t
+}
+
+// writeLocked hands changes to the group's cache, which sends them.
+func (p *Publisher) writeLocked(group, typeURL string, toUpdate map[string]types.Resource, toDelete []string) {
+	if len(toUpdate) == 0 && len(toDelete) == 0 {
+		return
+	}
+	c, err := p.cache.linear(group, typeURL)
+	if err == nil {
+		err = c.UpdateResources(toUpdate, toDelete)
+	}
+	if err != nil {
+		// Only marshalling a resource can fail, and every one was decoded
+		// from bytes and validated.
+		p.logger.Error("cannot publish xDS resources", "group", group, "type", typeURL, "error", err)
+	}
+}
+
+// Close ends the Publication. If it still owns the group, what it published
+// turns stale and is withdrawn when the grace period ends, unless a newer
+// Publication publishes it again by then. Close is idempotent.
+func (pub *Publication) Close() {
+	p := pub.p
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if pub.closed {
+		return
+	}
+	pub.closed = true
+	if pub.superseded {
+		return
+	}
+	pub.group.owner = nil
+	p.orphanLocked(pub.group)
+}
+
+// orphanLocked marks everything published to g stale and (re)starts the
+// grace period.
+func (p *Publisher) orphanLocked(g *group) {
+	for _, t := range g.types {
+		for name := range t.versions {
+			t.stale[name] = struct{}{}
+		}
+	}
+	if g.withdraw != nil {
+		g.withdraw.Stop()
+		g.withdraw = nil
+	}
+	if p.grace == 0 {
+		p.withdrawLocked(g)
+		return
+	}
+	var timer *time.Timer
+	timer = time.AfterFunc(p.grace, func() {
+		p.mu.Lock()
+		defer p.mu.Unlock()
+		if g.withdraw != timer {
+			return // stopped or restarted meanwhile
+		}
+		g.withdraw = nil
+		p.withdrawLocked(g)
+	})
+	g.withdraw = timer
+}
+
+// withdrawLocked withdraws g's stale resources, and forgets g once nothing
+// is published and no Publication owns it.
+func (p *Publisher) withdrawLocked(g *group) {
+	withdrawn := 0
+	for typeURL, t := range g.types {
+		toDelete := make([]string, 0, len(t.stale))
+		for name := range t.stale {
+			delete(t.versions, name)
+			toDelete = append(toDelete, name)
+		}
+		clear(t.stale)
+		withdrawn += len(toDelete)
+		p.writeLocked(g.name, typeURL, nil, toDelete)
+	}
+	if withdrawn > 0 {
+		p.logger.Info("withdrew xDS resources", "group", g.name, "resources", withdrawn)
+	}
+	if g.owner != nil || p.groups[g.name] != g {
+		return
+	}
+	for _, t := range g.types {
+		if len(t.versions) > 0 {
+			return
+		}
+	}
+	delete(p.groups, g.name)
+	p.cache.forget(g.name)
+}
+
+// refused logs and counts a resource that failed validation.
+func (p *Publisher) refused(group, typeURL, name string, err error) {
+	p.logger.Error("xDS resource failed validation and was not published; the last good version keeps serving",
+		"group", group, "type", typeURL, "name", name, "error", err)
+	if p.metrics != nil {
+		p.metrics.Refused(group, typeURL, name, err)
+	}
+}
+
+// nacked logs and counts a NACK and hands it to the group's owner.
+func (p *Publisher) nacked(n Nack) {
+	p.logger.Warn("xDS client rejected resources (NACK)",
+		"node", n.NodeID, "group", n.NodeGroup, "type", n.TypeURL, "resources", n.ResourceNames,
+		"version", n.RejectedVersion, "error", n.ErrorDetail)
+	if p.metrics != nil {
+		p.metrics.Nack(n)
+	}
+	p.mu.Lock()
+	var onNack func(Nack)
+	if g := p.groups[n.NodeGroup]; g != nil && g.owner != nil {
+		onNack = g.owner.opts.OnNack
+	}
+	p.mu.Unlock()
+	if onNack != nil {
+		onNack(n)
+	}
+}
+
+// Shutdown ends every xDS stream and stops pending withdrawals; the
+// Publisher serves nothing afterwards. Call it before stopping the gRPC
+// server, whose GracefulStop would otherwise wait for the streams forever.
+func (p *Publisher) Shutdown() {
+	p.cancel()
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for _, g := range p.groups {
+		if g.withdraw != nil {
+			g.withdraw.Stop()
+			g.withdraw = nil
+		}
+	}
+}
