@@ -25,6 +25,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	tributaryv1 "github.com/tributary-dev/tributary/gen/go/tributary/v1"
+	"github.com/tributary-dev/tributary/metrics"
 )
 
 // DefaultMaxMsgSize bounds one request or response unless Options say
@@ -69,6 +70,13 @@ type Options struct {
 	// Logger receives one line per call and every recovered panic; nil
 	// means slog.Default().
 	Logger *slog.Logger
+	// Metrics, when set, counts and times every call and records the
+	// service's own metrics (see package metrics).
+	Metrics *metrics.Metrics
+	// Health, when set, is the health service registered, so the caller
+	// can report NOT_SERVING (Health.Shutdown) when it starts draining;
+	// NewGRPCServer sets its statuses to SERVING. Nil means a private one.
+	Health *health.Server
 }
 
 // NewGRPCServer returns a *grpc.Server serving TranslationService, the
@@ -83,16 +91,14 @@ type Options struct {
 // Watch and reflection streams stay open until their clients leave, so bound
 // GracefulStop with a timeout and fall back to Stop.
 func NewGRPCServer(opts Options) *grpc.Server {
-	return newGRPCServer(opts, NewTranslationService())
+	return newGRPCServer(opts, translationService{logger: orDefaultLogger(opts.Logger), metrics: opts.Metrics})
 }
 
 // newGRPCServer is NewGRPCServer over any TranslationService, so tests can
 // put a failing handler behind the production interceptors.
 func newGRPCServer(opts Options, translation tributaryv1.TranslationServiceServer) *grpc.Server {
-	logger := opts.Logger
-	if logger == nil {
-		logger = slog.Default()
-	}
+	logger := orDefaultLogger(opts.Logger)
+	unaryMetrics, streamMetrics := metricsInterceptors(opts.Metrics)
 	s := grpc.NewServer(
 		grpc.MaxRecvMsgSize(orDefault(opts.MaxRecvMsgSize, DefaultMaxMsgSize)),
 		grpc.MaxSendMsgSize(orDefault(opts.MaxSendMsgSize, DefaultMaxMsgSize)),
@@ -100,24 +106,33 @@ func newGRPCServer(opts Options, translation tributaryv1.TranslationServiceServe
 		grpc.ConnectionTimeout(connectionTimeout),
 		grpc.KeepaliveParams(keepaliveParams),
 		grpc.KeepaliveEnforcementPolicy(keepalivePolicy),
-		// Logging is outermost so it reports the code recovery produced.
+		// Logging is outermost so it reports the code recovery produced;
+		// metrics count that code too. Session ids come first, for logging
+		// to put them on the line that ends a Sync call.
 		grpc.ChainUnaryInterceptor(
 			selector.UnaryServerInterceptor(logging.UnaryServerInterceptor(slogAdapter(logger), logOnFinish), selector.MatchFunc(worthLogging)),
+			unaryMetrics,
 			recovery.UnaryServerInterceptor(recovery.WithRecoveryHandlerContext(recoverPanic(logger))),
 		),
 		grpc.ChainStreamInterceptor(
+			sessionIDs,
 			selector.StreamServerInterceptor(logging.StreamServerInterceptor(slogAdapter(logger), logOnFinish), selector.MatchFunc(worthLogging)),
+			streamMetrics,
 			recovery.StreamServerInterceptor(recovery.WithRecoveryHandlerContext(recoverPanic(logger))),
 		),
 	)
 	tributaryv1.RegisterTranslationServiceServer(s, translation)
 
-	healthServer := health.NewServer()
+	healthServer := opts.Health
+	if healthServer == nil {
+		healthServer = health.NewServer()
+	}
 	healthServer.SetServingStatus("", healthpb.HealthCheckResponse_SERVING)
 	healthServer.SetServingStatus(tributaryv1.TranslationService_ServiceDesc.ServiceName, healthpb.HealthCheckResponse_SERVING)
 	healthpb.RegisterHealthServer(s, healthServer)
 
 	reflection.Register(s)
+	opts.Metrics.InitializeGRPC(s)
 	return s
 }
 
@@ -150,7 +165,7 @@ func slogAdapter(l *slog.Logger) logging.Logger {
 // client has no business seeing.
 func recoverPanic(l *slog.Logger) recovery.RecoveryHandlerFuncContext {
 	return func(ctx context.Context, p any) error {
-		l.ErrorContext(ctx, "panic in gRPC handler", "panic", p, "stack", string(debug.Stack()))
+		sessionLogger(ctx, l).ErrorContext(ctx, "panic in gRPC handler", "panic", p, "stack", string(debug.Stack()))
 		return status.Error(codes.Internal, "internal error")
 	}
 }

@@ -2,28 +2,34 @@ package server
 
 import (
 	"context"
+	"log/slog"
+	"time"
 
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/types/known/anypb"
 
 	tributaryv1 "github.com/tributary-dev/tributary/gen/go/tributary/v1"
+	"github.com/tributary-dev/tributary/metrics"
 	"github.com/tributary-dev/tributary/model"
 	"github.com/tributary-dev/tributary/translate"
 )
 
 // translationService implements TranslationService: Translate over
 // translate.Translate, Sync over package session (see sync.go). It holds no
-// state of its own: a Translate request is translated on its own, and a
-// Sync session lives exactly as long as its stream.
+// state of its own but where to report (logger, metrics): a Translate
+// request is translated on its own, and a Sync session lives exactly as long
+// as its stream.
 type translationService struct {
 	tributaryv1.UnimplementedTranslationServiceServer
+	logger  *slog.Logger
+	metrics *metrics.Metrics // nil records nothing
 }
 
 // NewTranslationService returns the TranslationService implementation. It
 // needs no gRPC server: the command line calls Translate in process, with the
 // same checks and results as a remote call.
 func NewTranslationService() tributaryv1.TranslationServiceServer {
-	return translationService{}
+	return translationService{logger: slog.Default()}
 }
 
 // Translate checks req, translates it and returns every resource and status.
@@ -32,7 +38,7 @@ func NewTranslationService() tributaryv1.TranslationServiceServer {
 // With include_json, every resource also carries its protojson form.
 // A cancelled or expired ctx stops the call before the translation starts;
 // once started, a translation runs to completion.
-func (translationService) Translate(ctx context.Context, req *tributaryv1.TranslateRequest) (*tributaryv1.TranslateResponse, error) {
+func (t translationService) Translate(ctx context.Context, req *tributaryv1.TranslateRequest) (*tributaryv1.TranslateResponse, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, status.FromContextError(err).Err()
 	}
@@ -43,12 +49,15 @@ func (translationService) Translate(ctx context.Context, req *tributaryv1.Transl
 	if err := ctx.Err(); err != nil {
 		return nil, status.FromContextError(err).Err()
 	}
+	began := time.Now()
 	resp := encodeResult(translate.Translate(objs, settings))
+	t.metrics.ObserveTranslation(metrics.RPCTranslate, time.Since(began))
 	if req.GetIncludeJson() {
 		if err := addJSON(resp.GetClusters(), resp.GetClusterLoadAssignments()); err != nil {
 			return nil, err
 		}
 	}
+	countSent(t.metrics, metrics.RPCTranslate, resp.GetClusters(), resp.GetClusterLoadAssignments())
 	return resp, nil
 }
 
