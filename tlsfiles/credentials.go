@@ -1,0 +1,43 @@
+package tlsfiles
+
+import (
+	"errors"
+	"io"
+	"net"
+
+	"google.golang.org/grpc/credentials"
+)
+
+// TransportCredentials returns gRPC server credentials over ServerConfig,
+// for grpc.Creds. One Reloader can serve several listeners (the API and
+// xDS): each handshake on any of them uses the current material.
+//
+// A refused handshake is logged with the client's address and the reason
+// (no certificate, an untrusted CA, a SAN not allowed): gRPC itself drops
+// such connections silently, which leaves an operator guessing why a client
+// cannot connect. A client that connects and leaves without a handshake (a
+// TCP probe) is logged at debug level only.
+func (r *Reloader) TransportCredentials() credentials.TransportCredentials {
+	return &loggingCredentials{TransportCredentials: credentials.NewTLS(r.ServerConfig()), reloader: r}
+}
+
+type loggingCredentials struct {
+	credentials.TransportCredentials
+	reloader *Reloader
+}
+
+func (c *loggingCredentials) ServerHandshake(raw net.Conn) (net.Conn, credentials.AuthInfo, error) {
+	conn, info, err := c.TransportCredentials.ServerHandshake(raw)
+	if err != nil {
+		log := c.reloader.logger.Warn
+		if errors.Is(err, io.EOF) {
+			log = c.reloader.logger.Debug
+		}
+		log("TLS handshake refused", "remote", raw.RemoteAddr().String(), "error", err)
+	}
+	return conn, info, err
+}
+
+func (c *loggingCredentials) Clone() credentials.TransportCredentials {
+	return &loggingCredentials{TransportCredentials: c.TransportCredentials.Clone(), reloader: c.reloader}
+}
