@@ -1,0 +1,16 @@
+package xds
+
+// WithdrawStale ends group's grace period now, as its timer would.
+func WithdrawStale(p *Publisher, group string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	g := p.groups[group]
+	if g == nil {
+		return
+	}
+	if g.withdraw != nil {
+		g.withdraw.Stop()
+		g.withdraw = nil
+	}
+	p.withdrawLocked(g)
+}

@@ -1,0 +1,261 @@
+package xds_test
+
+import (
+	"context"
+	"io"
+	"log/slog"
+	"net"
+	"slices"
+	"sync"
+	"testing"
+
+	clusterv3 "github.com/envoyproxy/go-control-plane/envoy/config/cluster/v3"
+	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
+	endpointv3 "github.com/envoyproxy/go-control-plane/envoy/config/endpoint/v3"
+	discoveryv3 "github.com/envoyproxy/go-control-plane/envoy/service/discovery/v3"
+	"go.uber.org/goleak"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/types/known/anypb"
+
+	"github.com/tributary-dev/tributary/internal/workload"
+	"github.com/tributary-dev/tributary/source"
+	"github.com/tributary-dev/tributary/translate"
+	"github.com/tributary-dev/tributary/xds"
+)
+
+// TestMain fails the package if any test leaves a goroutine behind.
+func TestMain(m *testing.M) {
+	goleak.VerifyTestMain(m)
+}
+
+// recorder is the Metrics and the NACK sink of a test.
+type recorder struct {
+	mu      sync.Mutex
+	nacks   []xds.Nack
+	refused []string
+	// nacked is signalled on every NACK handed to a Publication.
+	nacked chan xds.Nack
+}
+
+func newRecorder() *recorder { return &recorder{nacked: make(chan xds.Nack, 16)} }
+
+func (r *recorder) Nack(n xds.Nack) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.nacks = append(r.nacks, n)
+}
+
+func (r *recorder) Refused(group, typeURL, name string, _ error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.refused = append(r.refused, group+" "+typeURL+" "+name)
+}
+
+func (r *recorder) refusedSoFar() []string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return slices.Clone(r.refused)
+}
+
+// startServer serves a Publisher on a loopback port until the test ends,
+// and returns it with a connection to it.
+func startServer(t *testing.T, opts xds.Options) (*xds.Publisher, *grpc.ClientConn) {
+	t.Helper()
+	if opts.Logger == nil {
+		opts.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+	p := xds.NewPublisher(opts)
+	s := grpc.NewServer()
+	p.Register(s)
+	lis, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatalf("Listen: %v", err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- s.Serve(lis) }()
+	conn, err := grpc.NewClient(lis.Addr().String(), grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		t.Fatalf("NewClient: %v", err)
+	}
+	t.Cleanup(func() {
+		conn.Close()
+		p.Shutdown()
+		s.Stop()
+		if err := <-done; err != nil {
+			t.Errorf("Serve: %v", err)
+		}
+	})
+	return p, conn
+}
+
+// translated returns the resources of the standard workload's first n
+// ExtensionServices with m endpoints per Service, and the objects.
+func translated(n, m int) (*source.Objects, *translate.Result) {
+	objs := workload.Standard(n, m)
+	return objs, translate.Translate(objs, source.Settings{})
+}
+
+// everything is the Changes that publish all of res.
+func everything(res *translate.Result) xds.Changes {
+	return xds.Changes{Clusters: res.Clusters, ClusterLoadAssignments: res.ClusterLoadAssignments}
+}
+
+// changes is what changed from before to after.
+func changes(before, after *translate.Result) xds.Changes {
+	var c xds.Changes
+	c.Clusters, c.RemovedClusters = diff(before.Clusters, after.Clusters)
+	c.ClusterLoadAssignments, c.RemovedClusterLoadAssignments = diff(before.ClusterLoadAssignments, after.ClusterLoadAssignments)
+	return c
+}
+
+func diff(before, after []translate.Resource) (changed []translate.Resource, removed []string) {
+	old := map[string]string{}
+	for _, r := range before {
+		old[r.Name] = r.Version
+	}
+	for _, r := range after {
+		if v, ok := old[r.Name]; !ok || v != r.Version {
+			changed = append(changed, r)
+		}
+		delete(old, r.Name)
+	}
+	for name := range old {
+		removed = append(removed, name)
+	}
+	slices.Sort(removed)
+	return changed, removed
+}
+
+func names(rs []translate.Resource) []string {
+	out := make([]string, len(rs))
+	for i, r := range rs {
+		out[i] = r.Name
+	}
+	return out
+}
+
+// node is the xDS node of a client in group "edge".
+func node(id string) *corev3.Node {
+	return &corev3.Node{Id: id, Cluster: "edge"}
+}
+
+// sotwClient is a raw State-of-the-World ADS stream.
+type sotwClient struct {
+	t      *testing.T
+	stream grpc.BidiStreamingClient[discoveryv3.DiscoveryRequest, discoveryv3.DiscoveryResponse]
+}
+
+func newSotwClient(t *testing.T, conn *grpc.ClientConn) *sotwClient {
+	t.Helper()
+	ctx, cancel := context.WithCancel(t.Context())
+	t.Cleanup(cancel)
+	stream, err := discoveryv3.NewAggregatedDiscoveryServiceClient(conn).StreamAggregatedResources(ctx)
+	if err != nil {
+		t.Fatalf("StreamAggregatedResources: %v", err)
+	}
+	return &sotwClient{t: t, stream: stream}
+}
+
+func (c *sotwClient) send(req *discoveryv3.DiscoveryRequest) {
+	c.t.Helper()
+	if err := c.stream.Send(req); err != nil {
+		c.t.Fatalf("Send: %v", err)
+	}
+}
+
+func (c *sotwClient) recv() *discoveryv3.DiscoveryResponse {
+	c.t.Helper()
+	resp, err := c.stream.Recv()
+	if err != nil {
+		c.t.Fatalf("Recv: %v", err)
+	}
+	return resp
+}
+
+// ack acknowledges resp, subscribing to names.
+func (c *sotwClient) ack(resp *discoveryv3.DiscoveryResponse, names ...string) {
+	c.t.Helper()
+	c.send(&discoveryv3.DiscoveryRequest{TypeUrl: resp.GetTypeUrl(), VersionInfo: resp.GetVersionInfo(), ResponseNonce: resp.GetNonce(), ResourceNames: names})
+}
+
+// deltaClient is a raw Delta ADS stream.
+type deltaClient struct {
+	t      *testing.T
+	stream grpc.BidiStreamingClient[discoveryv3.DeltaDiscoveryRequest, discoveryv3.DeltaDiscoveryResponse]
+}
+
+func newDeltaClient(t *testing.T, conn *grpc.ClientConn) *deltaClient {
+	t.Helper()
+	ctx, cancel := context.WithCancel(t.Context())
+	t.Cleanup(cancel)
+	stream, err := discoveryv3.NewAggregatedDiscoveryServiceClient(conn).DeltaAggregatedResources(ctx)
+	if err != nil {
+		t.Fatalf("DeltaAggregatedResources: %v", err)
+	}
+	return &deltaClient{t: t, stream: stream}
+}
+
+func (c *deltaClient) send(req *discoveryv3.DeltaDiscoveryRequest) {
+	c.t.Helper()
+	if err := c.stream.Send(req); err != nil {
+		c.t.Fatalf("Send: %v", err)
+	}
+}
+
+func (c *deltaClient) recv() *discoveryv3.DeltaDiscoveryResponse {
+	c.t.Helper()
+	resp, err := c.stream.Recv()
+	if err != nil {
+		c.t.Fatalf("Recv: %v", err)
+	}
+	return resp
+}
+
+func (c *deltaClient) ack(resp *discoveryv3.DeltaDiscoveryResponse) {
+	c.t.Helper()
+	c.send(&discoveryv3.DeltaDiscoveryRequest{TypeUrl: resp.GetTypeUrl(), ResponseNonce: resp.GetNonce()})
+}
+
+// sotwNames lists the names of a State-of-the-World response's resources,
+// in order.
+func sotwNames(t *testing.T, resp *discoveryv3.DiscoveryResponse) []string {
+	t.Helper()
+	out := make([]string, 0, len(resp.GetResources()))
+	for _, a := range resp.GetResources() {
+		m, err := a.UnmarshalNew()
+		if err != nil {
+			t.Fatalf("UnmarshalNew: %v", err)
+		}
+		switch r := m.(type) {
+		case *clusterv3.Cluster:
+			out = append(out, r.GetName())
+		case *endpointv3.ClusterLoadAssignment:
+			out = append(out, r.GetClusterName())
+		case interface{ GetName() string }:
+			out = append(out, r.GetName())
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+// deltaNames lists a Delta response's resource names, sorted.
+func deltaNames(resp *discoveryv3.DeltaDiscoveryResponse) []string {
+	out := make([]string, 0, len(resp.GetResources()))
+	for _, r := range resp.GetResources() {
+		out = append(out, r.GetName())
+	}
+	slices.Sort(out)
+	return out
+}
+
+// unpack decodes a.
+func unpack[M proto.Message](t *testing.T, a *anypb.Any, m M) M {
+	t.Helper()
+	if err := a.UnmarshalTo(m); err != nil {
+		t.Fatalf("UnmarshalTo: %v", err)
+	}
+	return m
+}
