@@ -1,0 +1,336 @@
+package contour_test
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"maps"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	clusterv3 "github.com/envoyproxy/go-control-plane/envoy/config/cluster/v3"
+	endpointv3 "github.com/envoyproxy/go-control-plane/envoy/config/endpoint/v3"
+	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
+	"google.golang.org/protobuf/testing/protocmp"
+
+	"github.com/tributary-dev/tributary/client"
+	"github.com/tributary-dev/tributary/client/contour"
+	tributaryv1 "github.com/tributary-dev/tributary/gen/go/tributary/v1"
+)
+
+// buildTributary builds the tributary binary into a temporary directory.
+func buildTributary(t *testing.T) string {
+	t.Helper()
+	bin := filepath.Join(t.TempDir(), "tributary")
+	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Minute)
+	defer cancel()
+	if out, err := exec.CommandContext(ctx, "go", "build", "-o", bin, "github.com/tributary-dev/tributary/cmd/tributary").CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	return bin
+}
+
+// replicaProcess is a running `tributary serve`.
+type replicaProcess struct {
+	cmd     *exec.Cmd
+	address string
+	exited  chan struct{}
+
+	mu  sync.Mutex
+	log bytes.Buffer
+}
+
+var servingGRPC = regexp.MustCompile(`msg="serving gRPC" address=(\S+)`)
+
+// startReplica starts bin serve on a free loopback port, reads the port
+// back from its log, and kills the process when the test ends.
+func startReplica(t *testing.T, bin string) *replicaProcess {
+	t.Helper()
+	p := &replicaProcess{cmd: exec.Command(bin, "serve", "--address", "127.0.0.1:0", "--shutdown-timeout", "1s"), exited: make(chan struct{})}
+	stderr, err := p.cmd.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := p.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(p.kill)
+	found := make(chan string, 1)
+	go func() {
+		defer close(p.exited)
+		lines := bufio.NewScanner(stderr)
+		for lines.Scan() {
+			p.mu.Lock()
+			p.log.WriteString(lines.Text() + "\n")
+			p.mu.Unlock()
+			if m := servingGRPC.FindStringSubmatch(lines.Text()); m != nil {
+				found <- m[1]
+			}
+		}
+		_, _ = io.Copy(io.Discard, stderr)
+		_ = p.cmd.Wait()
+	}()
+	select {
+	case p.address = <-found:
+	case <-p.exited:
+		t.Fatalf("tributary serve exited before serving:\n%s", p.logText())
+	case <-time.After(30 * time.Second):
+		t.Fatalf("tributary serve named no address within 30s:\n%s", p.logText())
+	}
+	return p
+}
+
+// kill ends the process at once, as a crashed pod or a lost node would,
+// and waits until it has exited.
+func (p *replicaProcess) kill() {
+	select {
+	case <-p.exited:
+		return
+	default:
+	}
+	_ = p.cmd.Process.Kill()
+	<-p.exited
+}
+
+func (p *replicaProcess) logText() string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.log.String()
+}
+
+// fakeDNS answers the adapter's lookups with the addresses the test sets,
+// like DNS for a headless Service whose ready pods change.
+type fakeDNS struct {
+	mu    sync.Mutex
+	addrs []string
+}
+
+func (d *fakeDNS) set(addrs ...string) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.addrs = addrs
+}
+
+func (d *fakeDNS) resolve(context.Context) ([]string, error) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return slices.Clone(d.addrs), nil
+}
+
+// lockedBuffer is a log shared by the adapter's goroutines.
+type lockedBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *lockedBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *lockedBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
+
+// viewState is a session's view in the caches' shape.
+func viewState(v client.View) state {
+	s := state{clusters: v.Clusters, clas: v.ClusterLoadAssignments, statuses: map[string]*tributaryv1.ExtensionServiceStatus{}}
+	for n, st := range v.Statuses {
+		s.statuses[n.Namespace+"/"+n.Name] = st
+	}
+	return s
+}
+
+// TestReplicatedAdapterFailover runs two real `tributary serve` processes
+// behind a fake headless-Service lookup and feeds the adapter an informer
+// sequence. It shows that every replica converges to the same complete
+// output, that the caches get every change exactly once from one replica,
+// that killing that replica moves the caches to the other with nothing
+// delivered twice or lost, and that a replacement replica gets the full
+// state and can take over in turn.
+func TestReplicatedAdapterFailover(t *testing.T) {
+	bin := buildTributary(t)
+	first, second := startReplica(t, bin), startReplica(t, bin)
+	dns := &fakeDNS{}
+	dns.set(first.address, second.address)
+
+	logs := &lockedBuffer{}
+	defer func() {
+		if t.Failed() {
+			t.Logf("adapter log:\n%s", logs)
+			for _, p := range []*replicaProcess{first, second} {
+				t.Logf("replica %s log:\n%s", p.address, p.logText())
+			}
+		}
+	}()
+	logger := slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	ca1, ca2 := newCA(t, "authz CA 1"), newCA(t, "authz CA 2")
+	sink := newCaches()
+	a, err := contour.NewReplicatedAdapter(t.Context(), nil, contour.ReplicaOptions{
+		AdapterOptions: contour.AdapterOptions{
+			Clusters: sink, Endpoints: sink, Statuses: sink,
+			Debounce:    -1, // every step ends with an explicit Flush
+			SyncOptions: []client.SyncOption{client.WithLogger(logger), client.WithBackoff(10*time.Millisecond, 100*time.Millisecond)},
+		},
+		Resolve:         dns.resolve,
+		ResolveInterval: 10 * time.Millisecond,
+		Logger:          logger,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.Close()
+
+	// step flushes and checks what the caches got: exactly wantCalls and
+	// the state want. Then every replica the adapter knows must converge to
+	// want; wantReplicas lists them.
+	step := func(name string, wantCalls []string, want state, wantReplicas ...*replicaProcess) {
+		t.Helper()
+		ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+		defer cancel()
+		if err := a.Flush(ctx); err != nil {
+			t.Fatalf("%s: Flush: %v", name, err)
+		}
+		if d := cmp.Diff(wantCalls, sink.takeCalls(), cmpopts.EquateEmpty()); d != "" {
+			t.Errorf("%s: calls (-want +got):\n%s", name, d)
+		}
+		if d := cmp.Diff(want, sink.state(), cmp.AllowUnexported(state{}), protocmp.Transform(), cmpopts.EquateEmpty()); d != "" {
+			t.Errorf("%s: caches (-want +got):\n%s", name, d)
+		}
+		var wantAddrs []string
+		for _, p := range wantReplicas {
+			wantAddrs = append(wantAddrs, p.address)
+		}
+		slices.Sort(wantAddrs)
+		awaitReplicas(t, name, a, wantAddrs, want)
+	}
+	one := func(c *clusterv3.Cluster, cla *endpointv3.ClusterLoadAssignment, st *tributaryv1.ExtensionServiceStatus) state {
+		return state{
+			clusters: map[string]*clusterv3.Cluster{clusterName: c},
+			clas:     map[string]*endpointv3.ClusterLoadAssignment{clusterName: cla},
+			statuses: map[string]*tributaryv1.ExtensionServiceStatus{"auth/ext-authz": st},
+		}
+	}
+
+	// The initial list.
+	stableV1 := endpointSlice("authz-stable-7x2kq", "authz-stable", pod{ip: "10.244.1.17", ready: true}, pod{ip: "10.244.2.9", ready: true})
+	canary := endpointSlice("authz-canary-p4n8d", "authz-canary", pod{ip: "10.244.2.30", ready: true})
+	a.OnAdd(authzService("authz-canary"), true)
+	a.OnAdd(extAuthz(1, 80, 20), true)
+	a.OnAdd(canary, true)
+	a.OnAdd(caSecret(ca1), true)
+	a.OnAdd(stableV1, true)
+	a.OnAdd(authzService("authz-stable"), true)
+	step("initial list", []string{
+		"clusters changed=[extension/auth/ext-authz] removed=[]",
+		"endpoints changed=[extension/auth/ext-authz] removed=[]",
+		"status auth/ext-authz True",
+	}, one(wantCluster(t, ca1),
+		wantCLA(locality{"authz-stable", 80, []string{"10.244.1.17", "10.244.2.9"}}, locality{"authz-canary", 20, []string{"10.244.2.30"}}),
+		validStatus(1)), first, second)
+
+	canaryV2 := endpointSlice("authz-canary-p4n8d", "authz-canary", pod{ip: "10.244.2.30", ready: true}, pod{ip: "10.244.1.31", ready: true})
+	a.OnUpdate(canary, canaryV2)
+	step("canary scaled up", []string{"endpoints changed=[extension/auth/ext-authz] removed=[]"},
+		one(wantCluster(t, ca1),
+			wantCLA(locality{"authz-stable", 80, []string{"10.244.1.17", "10.244.2.9"}}, locality{"authz-canary", 20, []string{"10.244.1.31", "10.244.2.30"}}),
+			validStatus(1)), first, second)
+
+	// The replica the caches follow dies; DNS still lists it for a while.
+	// The next change reaches the caches through the survivor, once.
+	primary, survivor := first, second
+	if a.Primary() == second.address {
+		primary, survivor = second, first
+	}
+	if a.Primary() != primary.address {
+		t.Fatalf("primary %q, want one of the replicas", a.Primary())
+	}
+	primary.kill()
+	stableV2 := endpointSlice("authz-stable-9kd2m", "authz-stable", pod{ip: "10.244.1.40", ready: true}, pod{ip: "10.244.3.41", ready: true})
+	a.OnAdd(stableV2, false)
+	a.OnDelete(deletedFinalStateUnknown{Key: "auth/authz-stable-7x2kq", Obj: stableV1})
+	afterRollout := one(wantCluster(t, ca1),
+		wantCLA(locality{"authz-stable", 80, []string{"10.244.1.40", "10.244.3.41"}}, locality{"authz-canary", 20, []string{"10.244.1.31", "10.244.2.30"}}),
+		validStatus(1))
+	step("stable rollout with the primary dead", []string{"endpoints changed=[extension/auth/ext-authz] removed=[]"}, afterRollout)
+	if got := a.Primary(); got != survivor.address {
+		t.Errorf("primary %q after the failover, want the survivor %s", got, survivor.address)
+	}
+
+	// A replacement starts and DNS moves to it: it is sent the complete
+	// object set at once and converges with no Flush. The caches get
+	// nothing: their replica did not change.
+	replacement := startReplica(t, bin)
+	dns.set(survivor.address, replacement.address)
+	awaitReplicas(t, "replacement started", a, slices.Sorted(slices.Values([]string{survivor.address, replacement.address})), afterRollout)
+	if calls := sink.takeCalls(); len(calls) != 0 {
+		t.Errorf("calls when the replacement joined: %q", calls)
+	}
+
+	update := func(old, obj any) { a.OnUpdate(old, obj) }
+	update(extAuthz(1, 80, 20), extAuthz(2, 50, 50))
+	afterReweight := one(wantCluster(t, ca1),
+		wantCLA(locality{"authz-stable", 50, []string{"10.244.1.40", "10.244.3.41"}}, locality{"authz-canary", 50, []string{"10.244.1.31", "10.244.2.30"}}),
+		validStatus(2))
+	step("weights 50/50", []string{
+		"endpoints changed=[extension/auth/ext-authz] removed=[]",
+		"status auth/ext-authz True",
+	}, afterReweight, survivor, replacement)
+
+	// The survivor dies too: the replacement, which has followed every
+	// change, takes over.
+	survivor.kill()
+	update(caSecret(ca1), caSecret(ca2))
+	step("CA rotated with the survivor dead", []string{"clusters changed=[extension/auth/ext-authz] removed=[]"},
+		one(wantCluster(t, ca2),
+			wantCLA(locality{"authz-stable", 50, []string{"10.244.1.40", "10.244.3.41"}}, locality{"authz-canary", 50, []string{"10.244.1.31", "10.244.2.30"}}),
+			validStatus(2)))
+	if got := a.Primary(); got != replacement.address {
+		t.Errorf("primary %q after the second failover, want the replacement %s", got, replacement.address)
+	}
+}
+
+// awaitReplicas waits until the adapter knows exactly the replicas at addrs
+// and each one's output is want.
+func awaitReplicas(t *testing.T, name string, a *contour.ReplicatedAdapter, addrs []string, want state) {
+	t.Helper()
+	if addrs == nil {
+		return
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		views := a.Views()
+		var diffs []string
+		if got := slices.Sorted(maps.Keys(views)); !slices.Equal(got, addrs) {
+			diffs = append(diffs, fmt.Sprintf("replicas %v, want %v", got, addrs))
+		}
+		for _, addr := range addrs {
+			v, ok := views[addr]
+			if !ok {
+				continue
+			}
+			if d := cmp.Diff(want, viewState(v), cmp.AllowUnexported(state{}), protocmp.Transform(), cmpopts.EquateEmpty()); d != "" {
+				diffs = append(diffs, fmt.Sprintf("replica %s (-want +got):\n%s", addr, d))
+			}
+		}
+		if len(diffs) == 0 {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: replicas did not converge within 30s:\n%s", name, diffs)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
