@@ -7,6 +7,7 @@ import (
 	"io"
 	"runtime/debug"
 	"sync"
+	"time"
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
@@ -45,7 +46,7 @@ import (
 // bounded by the size of the output rather than the number of batches. Rejections cannot merge, so the receiver waits
 // for each to be sent. A delta's version is new whenever the output changed
 // (and for the first delta); an empty acknowledgement repeats the version.
-func (translationService) Sync(stream grpc.BidiStreamingServer[tributaryv1.SyncRequest, tributaryv1.SyncResponse]) error {
+func (t translationService) Sync(stream grpc.BidiStreamingServer[tributaryv1.SyncRequest, tributaryv1.SyncResponse]) (err error) {
 	first, err := stream.Recv()
 	if errors.Is(err, io.EOF) {
 		return nil
@@ -66,6 +67,8 @@ func (translationService) Sync(stream grpc.BidiStreamingServer[tributaryv1.SyncR
 	defer cancel()
 	s := newSyncCall(stream, settings)
 	s.includeJSON = start.GetIncludeJson()
+	s.observer = t.observeSession(stream.Context(), start)
+	defer func() { s.observer.end(err) }()
 	// The waits below are on a condition variable, which a context cannot
 	// interrupt: wake them when the call ends.
 	context.AfterFunc(ctx, func() {
@@ -88,6 +91,7 @@ type syncCall struct {
 	outbox  *session.Outbox
 	// includeJSON asks for Resource.json on every resource sent.
 	includeJSON bool
+	observer    *syncObserver
 
 	mu sync.Mutex
 	// changed is broadcast whenever a field below changes.
@@ -167,6 +171,7 @@ func (s *syncCall) apply(pb *tributaryv1.SyncBatch) bool {
 	b := decodeBatch(pb, &p)
 	if p.count > 0 {
 		r := rejection(pb.GetId(), &p)
+		s.observer.rejected(pb.GetId(), &p)
 		s.mu.Lock()
 		defer s.mu.Unlock()
 		s.rejection = r
@@ -176,7 +181,10 @@ func (s *syncCall) apply(pb *tributaryv1.SyncBatch) bool {
 		}
 		return !s.over
 	}
-	s.put(pb.GetId(), s.session.Apply(b))
+	began := time.Now()
+	d := s.session.Apply(b)
+	s.observer.applied(b, time.Since(began))
+	s.put(pb.GetId(), d)
 	return true
 }
 
@@ -190,16 +198,16 @@ func (s *syncCall) put(batchID uint64, d session.Delta) {
 	s.changed.Broadcast()
 }
 
-// take takes everything put so far out of the outbox; something must be
-// pending, so Take returns at once.
-func (s *syncCall) take(ctx context.Context) (batchID uint64, d session.Delta, err error) {
+// take takes everything put so far out of the outbox, and says how many
+// batches that covers; something must be pending, so Take returns at once.
+func (s *syncCall) take(ctx context.Context) (batchID uint64, d session.Delta, covered uint64, err error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if _, d, err = s.outbox.Take(ctx); err != nil {
-		return 0, d, err
+		return 0, d, 0, err
 	}
-	s.answered = s.applied
-	return s.lastBatchID, d, nil
+	covered, s.answered = s.applied-s.answered, s.applied
+	return s.lastBatchID, d, covered, nil
 }
 
 // send sends deltas and rejections in order until the stream ends.
@@ -225,7 +233,7 @@ func (s *syncCall) send(ctx context.Context) error {
 			// Deltas first: while a rejection waits, nothing more is applied,
 			// so these cover exactly the batches before it.
 			s.mu.Unlock()
-			batchID, d, err := s.take(ctx)
+			batchID, d, covered, err := s.take(ctx)
 			if err != nil {
 				return status.FromContextError(err).Err()
 			}
@@ -241,6 +249,7 @@ func (s *syncCall) send(ctx context.Context) error {
 			if err := s.stream.Send(resp); err != nil {
 				return err
 			}
+			s.observer.answered(resp, covered)
 			fullState = false
 		case s.rejection != nil:
 			r := s.rejection
