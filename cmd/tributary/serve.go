@@ -9,6 +9,8 @@ import (
 	"syscall"
 	"time"
 
+	"google.golang.org/grpc/health"
+
 	"github.com/tributary-dev/tributary/server"
 )
 
@@ -17,7 +19,7 @@ import (
 // deliberate --address choice, such as 0.0.0.0:8081 behind a NetworkPolicy.
 const defaultAddress = "127.0.0.1:8081"
 
-const serveSynopsis = "tributary serve [--address 127.0.0.1:8081] [--max-message-size 64MiB] [--log-level info] [--shutdown-timeout 10s]"
+const serveSynopsis = "tributary serve [--address 127.0.0.1:8081] [--max-message-size 64MiB] [--log-level info] [--shutdown-timeout 10s] [--metrics-address host:port]"
 
 // runServe serves TranslationService (with health and reflection) until
 // SIGTERM or SIGINT, then drains: in-flight calls get --shutdown-timeout to
@@ -33,6 +35,7 @@ func runServe(ctx context.Context, args []string, std stdio) int {
 	fs.Var(&maxMsgSize, "max-message-size", "largest request or response: a `size` in bytes, or with a KiB, MiB or GiB suffix (default 64MiB)")
 	logLevel := fs.String("log-level", "info", "log `level`: debug, info, warn or error")
 	shutdownTimeout := fs.Duration("shutdown-timeout", 10*time.Second, "how long in-flight calls may run after SIGTERM before connections are closed")
+	metricsFlags := registerMetricsFlags(fs)
 	if code, ok := parseFlags(fs, args); !ok {
 		return code
 	}
@@ -48,10 +51,21 @@ func runServe(ctx context.Context, args []string, std stdio) int {
 		logger.Error("cannot listen", "address", *address, "error", err)
 		return 1
 	}
+	metricsEndpoint, err := metricsFlags.listen()
+	if err != nil {
+		_ = lis.Close()
+		logger.Error("cannot listen", "address", metricsFlags.address, "error", err)
+		return 1
+	}
+	defer metricsEndpoint.stop(logger) // last, so /readyz says 503 throughout the drain
+	// healthServer reports NOT_SERVING once draining starts.
+	healthServer := health.NewServer()
 	srv := server.NewGRPCServer(server.Options{
 		MaxRecvMsgSize: int(maxMsgSize),
 		MaxSendMsgSize: int(maxMsgSize),
 		Logger:         logger,
+		Metrics:        metricsEndpoint.Metrics(),
+		Health:         healthServer,
 	})
 
 	ctx, stopSignals := signal.NotifyContext(ctx, syscall.SIGTERM, os.Interrupt)
@@ -59,17 +73,27 @@ func runServe(ctx context.Context, args []string, std stdio) int {
 	// Logged before Serve so that it is the first line: the kernel already
 	// queues connections on lis, and nothing else can log before a call.
 	logger.Info("serving gRPC", "address", lis.Addr().String())
+	metricsEndpoint.serve(logger)
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(lis) }()
+	metricsEndpoint.setReady(true)
 
 	select {
 	case err := <-served:
 		logger.Error("serving failed", "error", err)
 		return 1
+	case err := <-metricsEndpoint.failures():
+		logger.Error("serving metrics failed", "error", err)
+		srv.Stop()
+		return 1
 	case <-ctx.Done():
 	}
 	// Restore default signal handling: a second signal kills the process.
 	stopSignals()
+	// Not ready from now on: health checks and /readyz turn away new calls
+	// while the calls in flight finish.
+	healthServer.Shutdown()
+	metricsEndpoint.setReady(false)
 	logger.Info("shutting down", "timeout", *shutdownTimeout)
 
 	drained := make(chan struct{})

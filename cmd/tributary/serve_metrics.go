@@ -1,0 +1,114 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"log/slog"
+	"net"
+	"net/http"
+	"time"
+
+	"github.com/tributary-dev/tributary/metrics"
+)
+
+// metricsShutdownTimeout bounds how long a scrape or probe in progress may
+// run once the gRPC server has stopped.
+const metricsShutdownTimeout = 2 * time.Second
+
+// metricsFlags are serve's observability flags.
+type metricsFlags struct {
+	address string
+}
+
+// registerMetricsFlags adds --metrics-address to fs. It is off by default:
+// a fixed default port would collide wherever two servers share a host (or
+// a test runs several), and turning it on is one flag in a deployment.
+func registerMetricsFlags(fs *flag.FlagSet) *metricsFlags {
+	f := &metricsFlags{}
+	fs.StringVar(&f.address, "metrics-address", "",
+		"`host:port` serving Prometheus /metrics, /healthz and /readyz over HTTP, such as 127.0.0.1:9090 or 0.0.0.0:9090 for a scraper in the cluster; empty (the default) serves none and records no metrics")
+	return f
+}
+
+// metricsEndpoint is the HTTP server of --metrics-address and the Metrics
+// it serves. Every method does nothing on a nil *metricsEndpoint, which is
+// what listen returns when the flag is empty.
+type metricsEndpoint struct {
+	metrics *metrics.Metrics
+	lis     net.Listener
+	server  *http.Server
+	// failed receives the error of Serve, should it stop on its own.
+	failed chan error
+}
+
+// listen opens the metrics listener, before anything is served, so a busy
+// port fails serve at once.
+func (f *metricsFlags) listen() (*metricsEndpoint, error) {
+	if f.address == "" {
+		return nil, nil
+	}
+	lis, err := net.Listen("tcp", f.address)
+	if err != nil {
+		return nil, err
+	}
+	m := metrics.New()
+	return &metricsEndpoint{
+		metrics: m,
+		lis:     lis,
+		// A scraper is on a trusted network but may still be slow or
+		// broken: bound how long it may hold a connection.
+		server: &http.Server{Handler: m.Handler(), ReadHeaderTimeout: 10 * time.Second, IdleTimeout: time.Minute},
+		failed: make(chan error, 1),
+	}, nil
+}
+
+// Metrics is what the gRPC server records into: nil when metrics are off.
+func (e *metricsEndpoint) Metrics() *metrics.Metrics {
+	if e == nil {
+		return nil
+	}
+	return e.metrics
+}
+
+// serve starts serving HTTP, after logging the address actually listened
+// on (--metrics-address 127.0.0.1:0 picks a free port).
+func (e *metricsEndpoint) serve(logger *slog.Logger) {
+	if e == nil {
+		return
+	}
+	logger.Info("serving metrics", "address", e.lis.Addr().String())
+	go func() {
+		if err := e.server.Serve(e.lis); !errors.Is(err, http.ErrServerClosed) {
+			e.failed <- err
+		}
+	}()
+}
+
+// failures receives the error that stopped the HTTP server; with metrics
+// off it is nil, so it never receives.
+func (e *metricsEndpoint) failures() <-chan error {
+	if e == nil {
+		return nil
+	}
+	return e.failed
+}
+
+// setReady sets what /readyz answers.
+func (e *metricsEndpoint) setReady(ready bool) {
+	e.Metrics().SetReady(ready)
+}
+
+// stop stops the HTTP server, letting requests in progress finish for a
+// moment. It comes last, so /readyz answers 503 throughout the drain.
+func (e *metricsEndpoint) stop(logger *slog.Logger) {
+	if e == nil {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), metricsShutdownTimeout)
+	defer cancel()
+	if err := e.server.Shutdown(ctx); err != nil {
+		logger.Warn("metrics requests did not finish in time; closing their connections", "error", err)
+		_ = e.server.Close() // its error would only repeat Shutdown's
+	}
+}
