@@ -26,6 +26,7 @@ import (
 
 	tributaryv1 "github.com/tributary-dev/tributary/gen/go/tributary/v1"
 	"github.com/tributary-dev/tributary/metrics"
+	"github.com/tributary-dev/tributary/xds"
 )
 
 // DefaultMaxMsgSize bounds one request or response unless Options say
@@ -77,6 +78,10 @@ type Options struct {
 	// can report NOT_SERVING (Health.Shutdown) when it starts draining;
 	// NewGRPCServer sets its statuses to SERVING. Nil means a private one.
 	Health *health.Server
+	// XDS, when set, publishes the resources of Sync sessions that name an
+	// xDS node group (SyncStart.xds_node_group); serve it with
+	// XDS.Register on its own gRPC server. Nil refuses such sessions.
+	XDS *xds.Publisher
 }
 
 // NewGRPCServer returns a *grpc.Server serving TranslationService, the
@@ -91,7 +96,7 @@ type Options struct {
 // Watch and reflection streams stay open until their clients leave, so bound
 // GracefulStop with a timeout and fall back to Stop.
 func NewGRPCServer(opts Options) *grpc.Server {
-	return newGRPCServer(opts, translationService{logger: orDefaultLogger(opts.Logger), metrics: opts.Metrics})
+	return newGRPCServer(opts, translationService{logger: orDefaultLogger(opts.Logger), metrics: opts.Metrics, xds: opts.XDS})
 }
 
 // newGRPCServer is NewGRPCServer over any TranslationService, so tests can

@@ -69,6 +69,10 @@ func (t translationService) Sync(stream grpc.BidiStreamingServer[tributaryv1.Syn
 	s.includeJSON = start.GetIncludeJson()
 	s.observer = t.observeSession(stream.Context(), start)
 	defer func() { s.observer.end(err) }()
+	if err := t.openPublication(s, start); err != nil {
+		return err
+	}
+	defer s.closePublication()
 	// The waits below are on a condition variable, which a context cannot
 	// interrupt: wake them when the call ends.
 	context.AfterFunc(ctx, func() {
@@ -105,6 +109,9 @@ type syncCall struct {
 	lastBatchID       uint64
 	// rejection waits to be sent; the receiver applies nothing meanwhile.
 	rejection *tributaryv1.BatchRejected
+	// xds holds the call's xDS publication and the NACKs to send (see
+	// sync_xds.go).
+	xds syncXDS
 	// received is set when the receiver has stopped; end is then nil (the
 	// client half-closed) or the error that ends the stream.
 	received bool
@@ -190,6 +197,7 @@ func (s *syncCall) apply(pb *tributaryv1.SyncBatch) bool {
 
 // put puts the delta of batch batchID into the outbox.
 func (s *syncCall) put(batchID uint64, d session.Delta) {
+	s.publish(&d)
 	s.mu.Lock()
 	defer s.mu.Unlock() // deferred, so that a panic in Put releases the lock
 	s.outbox.Put(batchID, d)
@@ -218,7 +226,7 @@ func (s *syncCall) send(ctx context.Context) error {
 	fullState := true
 	for {
 		s.mu.Lock()
-		for !s.over && s.panicked == nil && s.applied == s.answered && s.rejection == nil && !s.received {
+		for !s.over && s.panicked == nil && s.applied == s.answered && s.rejection == nil && !s.xdsPendingLocked() && !s.received {
 			s.changed.Wait()
 		}
 		switch {
@@ -261,6 +269,10 @@ func (s *syncCall) send(ctx context.Context) error {
 			s.rejection = nil
 			s.changed.Broadcast()
 			s.mu.Unlock()
+		case s.xdsPendingLocked():
+			if done, err := s.sendXDSLocked(); done {
+				return err
+			}
 		default: // received, and everything sent
 			end := s.end
 			s.mu.Unlock()

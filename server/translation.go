@@ -12,6 +12,7 @@ import (
 	"github.com/tributary-dev/tributary/metrics"
 	"github.com/tributary-dev/tributary/model"
 	"github.com/tributary-dev/tributary/translate"
+	"github.com/tributary-dev/tributary/xds"
 )
 
 // translationService implements TranslationService: Translate over
@@ -23,6 +24,7 @@ type translationService struct {
 	tributaryv1.UnimplementedTranslationServiceServer
 	logger  *slog.Logger
 	metrics *metrics.Metrics // nil records nothing
+	xds     *xds.Publisher   // nil serves no xDS: Sync sessions cannot name a node group
 }
 
 // NewTranslationService returns the TranslationService implementation. It
