@@ -46,6 +46,7 @@ type Metrics struct {
 	translationDuration *prometheus.HistogramVec
 	resourcesSent       *prometheus.CounterVec
 	deltasCoalesced     prometheus.Counter
+	batchesRejected     prometheus.Counter
 	nacks               *prometheus.CounterVec
 
 	probes probes
@@ -78,6 +79,10 @@ func New() *Metrics {
 			Name: "tributary_deltas_coalesced_total",
 			Help: "Sync batches answered by the delta of a later batch, because the client read slower than it wrote.",
 		}),
+		batchesRejected: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "tributary_sync_batches_rejected_total",
+			Help: "Sync batches refused as malformed (answered with BatchRejected).",
+		}),
 		nacks: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "tributary_xds_nacks_total",
 			Help: "xDS responses a client rejected (NACKed), by resource type.",
@@ -88,7 +93,7 @@ func New() *Metrics {
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 		m.sessionsActive, m.sessionObjects, m.translationDuration,
-		m.resourcesSent, m.deltasCoalesced, m.nacks,
+		m.resourcesSent, m.deltasCoalesced, m.batchesRejected, m.nacks,
 	)
 	// Series that exist before their first event, so a dashboard shows 0
 	// rather than no data and rate() sees the first increment.
@@ -182,6 +187,14 @@ func (m *Metrics) DeltasCoalesced(n int) {
 		return
 	}
 	m.deltasCoalesced.Add(float64(n))
+}
+
+// BatchRejected counts one Sync batch refused as malformed.
+func (m *Metrics) BatchRejected() {
+	if m == nil {
+		return
+	}
+	m.batchesRejected.Inc()
 }
 
 // RecordNACK counts one xDS response of typeURL that a client rejected

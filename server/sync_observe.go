@@ -57,6 +57,7 @@ func (o *syncObserver) applied(b *session.Batch, d time.Duration) {
 
 // rejected records that batch id was rejected for p.
 func (o *syncObserver) rejected(id uint64, p *problems) {
+	o.metrics.BatchRejected()
 	o.mu.Lock()
 	o.rejections++
 	o.mu.Unlock()
