@@ -72,12 +72,6 @@ func decodeStart(start *tributaryv1.SyncStart) (source.Settings, error) {
 	return settings, p.err()
 }
 
-// maxBatchObjects bounds the upserts and deletes of one SyncBatch. A batch
-// is applied in one step on the session's goroutine, so the bound also
-// bounds how long one batch holds the session (the message size limit alone
-// would let through a million tiny deletes).
-const maxBatchObjects = 100_000
-
 // decodeBatch checks a SyncBatch and converts it into a session.Batch;
 // problems go to p and the result is then of no use.
 //
@@ -88,12 +82,10 @@ const maxBatchObjects = 100_000
 // batch would then not say what the object becomes. The result gives every
 // object arrays of its own (see ownArrays) and aliases pb's strings, maps
 // and optional-field pointers: pb must not change afterwards.
+//
+// decodeBatch does not bound the batch's size: see decodeWithinLimits.
 func decodeBatch(pb *tributaryv1.SyncBatch, p *problems) *session.Batch {
 	upserts, deletes := pb.GetUpserts(), pb.GetDeletes()
-	if n := len(upserts) + len(deletes); n > maxBatchObjects {
-		p.add("batch", ReasonOutOfRange, fmt.Sprintf("batch holds %d upserts and deletes; a batch holds at most %d", n, maxBatchObjects))
-		return nil
-	}
 	d := newDecoder(upserts, "batch.upserts", ownArrays)
 	d.decode(upserts, p)
 	b := &session.Batch{Upserts: d.objs}

@@ -18,6 +18,7 @@ import (
 	"github.com/grpc-ecosystem/go-grpc-middleware/v2/interceptors/selector"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/health"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 	"google.golang.org/grpc/keepalive"
@@ -34,16 +35,10 @@ import (
 // EndpointSlices; 64 MiB holds about two million endpoints.
 const DefaultMaxMsgSize = 64 << 20
 
-// Connection limits. A translation uses every CPU, so a handful of
-// concurrent calls per connection is already plenty; the bound keeps one
-// client from queueing unbounded work and memory (each call may hold a
-// DefaultMaxMsgSize request).
-const (
-	maxConcurrentStreams = 16
-	// connectionTimeout bounds the connection handshake, so a client that
-	// opens a socket and goes silent does not hold it.
-	connectionTimeout = 10 * time.Second
-)
+// connectionTimeout bounds the connection handshake, so a client that
+// opens a socket and goes silent does not hold it. The other limits are in
+// limits.go.
+const connectionTimeout = 10 * time.Second
 
 // keepaliveParams make the server probe idle connections, so it notices
 // clients that vanished without closing (a node that died, a NAT that
@@ -82,6 +77,18 @@ type Options struct {
 	// xDS node group (SyncStart.xds_node_group); serve it with
 	// XDS.Register on its own gRPC server. Nil refuses such sessions.
 	XDS *xds.Publisher
+	// Credentials secure the listener: TLS or mutual TLS (see package
+	// tlsfiles). Nil serves plaintext.
+	Credentials credentials.TransportCredentials
+	// Limits against abuse (see limits.go); 0 means the default of each.
+	// MaxConcurrentStreams bounds the calls in flight on one connection;
+	// MaxSessions the Sync sessions open at once (one more fails with
+	// ResourceExhausted); MaxBatchObjects the upserts and deletes of one
+	// SyncBatch and MaxSessionBytes the estimated memory of one session (a
+	// batch beyond either is rejected with a BatchRejected and changes
+	// nothing).
+	MaxConcurrentStreams, MaxSessions, MaxBatchObjects int
+	MaxSessionBytes                                    int64
 }
 
 // NewGRPCServer returns a *grpc.Server serving TranslationService, the
@@ -96,7 +103,7 @@ type Options struct {
 // Watch and reflection streams stay open until their clients leave, so bound
 // GracefulStop with a timeout and fall back to Stop.
 func NewGRPCServer(opts Options) *grpc.Server {
-	return newGRPCServer(opts, translationService{logger: orDefaultLogger(opts.Logger), metrics: opts.Metrics, xds: opts.XDS})
+	return newGRPCServer(opts, translationService{logger: orDefaultLogger(opts.Logger), metrics: opts.Metrics, xds: opts.XDS, limits: newSyncLimits(opts)})
 }
 
 // newGRPCServer is NewGRPCServer over any TranslationService, so tests can
@@ -107,7 +114,8 @@ func newGRPCServer(opts Options, translation tributaryv1.TranslationServiceServe
 	s := grpc.NewServer(
 		grpc.MaxRecvMsgSize(orDefault(opts.MaxRecvMsgSize, DefaultMaxMsgSize)),
 		grpc.MaxSendMsgSize(orDefault(opts.MaxSendMsgSize, DefaultMaxMsgSize)),
-		grpc.MaxConcurrentStreams(maxConcurrentStreams),
+		grpc.MaxConcurrentStreams(uint32(orDefault(opts.MaxConcurrentStreams, DefaultMaxConcurrentStreams))),
+		grpc.Creds(transportCredentials(opts.Credentials)),
 		grpc.ConnectionTimeout(connectionTimeout),
 		grpc.KeepaliveParams(keepaliveParams),
 		grpc.KeepaliveEnforcementPolicy(keepalivePolicy),

@@ -47,6 +47,11 @@ import (
 // for each to be sent. A delta's version is new whenever the output changed
 // (and for the first delta); an empty acknowledgement repeats the version.
 func (t translationService) Sync(stream grpc.BidiStreamingServer[tributaryv1.SyncRequest, tributaryv1.SyncResponse]) (err error) {
+	release, err := t.limits.admitSession()
+	if err != nil {
+		return err
+	}
+	defer release()
 	first, err := stream.Recv()
 	if errors.Is(err, io.EOF) {
 		return nil
@@ -66,6 +71,7 @@ func (t translationService) Sync(stream grpc.BidiStreamingServer[tributaryv1.Syn
 	ctx, cancel := context.WithCancel(stream.Context())
 	defer cancel()
 	s := newSyncCall(stream, settings)
+	s.budget.limits = t.limits
 	s.includeJSON = start.GetIncludeJson()
 	s.observer = t.observeSession(stream.Context(), start)
 	defer func() { s.observer.end(err) }()
@@ -95,7 +101,9 @@ type syncCall struct {
 	outbox  *session.Outbox
 	// includeJSON asks for Resource.json on every resource sent.
 	includeJSON bool
-	observer    *syncObserver
+	// budget bounds what the session holds (see limits.go); the receiver's.
+	budget   sessionBudget
+	observer *syncObserver
 
 	mu sync.Mutex
 	// changed is broadcast whenever a field below changes.
@@ -175,7 +183,7 @@ func (s *syncCall) receiveBatches() error {
 // is sent. It returns false once the call is over.
 func (s *syncCall) apply(pb *tributaryv1.SyncBatch) bool {
 	var p problems
-	b := decodeBatch(pb, &p)
+	b := s.decodeWithinLimits(pb, &p)
 	if p.count > 0 {
 		r := rejection(pb.GetId(), &p)
 		s.observer.rejected(pb.GetId(), &p)

@@ -569,7 +569,7 @@ func TestSyncReconnect(t *testing.T) {
 func TestSyncRejectsMalformedBatches(t *testing.T) {
 	const es = tributaryv1.ObjectKind_OBJECT_KIND_EXTENSION_SERVICE
 	const svc = tributaryv1.ObjectKind_OBJECT_KIND_SERVICE
-	tooMany := make([]*tributaryv1.ObjectReference, maxBatchObjects+1)
+	tooMany := make([]*tributaryv1.ObjectReference, DefaultMaxBatchObjects+1)
 	for i := range tooMany {
 		tooMany[i] = deleteOf(svc, "ns", "x")
 	}
@@ -626,8 +626,8 @@ func TestSyncRejectsMalformedBatches(t *testing.T) {
 	}, {
 		name:    "too many objects",
 		batch:   &tributaryv1.SyncBatch{Id: 16, Deletes: tooMany},
-		wantMsg: fmt.Sprintf("batch holds %d upserts and deletes; a batch holds at most %d", maxBatchObjects+1, maxBatchObjects),
-		want:    []violation{{"batch", ReasonOutOfRange, fmt.Sprintf("batch holds %d upserts and deletes; a batch holds at most %d", maxBatchObjects+1, maxBatchObjects)}},
+		wantMsg: fmt.Sprintf("batch holds %d upserts and deletes; a batch holds at most %d", DefaultMaxBatchObjects+1, DefaultMaxBatchObjects),
+		want:    []violation{{"batch", ReasonOutOfRange, fmt.Sprintf("batch holds %d upserts and deletes; a batch holds at most %d", DefaultMaxBatchObjects+1, DefaultMaxBatchObjects)}},
 	}}
 
 	conn := dialBufconn(t, NewGRPCServer(quietOptions()))

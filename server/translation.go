@@ -25,6 +25,7 @@ type translationService struct {
 	logger  *slog.Logger
 	metrics *metrics.Metrics // nil records nothing
 	xds     *xds.Publisher   // nil serves no xDS: Sync sessions cannot name a node group
+	limits  syncLimits
 }
 
 // NewTranslationService returns the TranslationService implementation. It
