@@ -53,6 +53,8 @@ func (r *recorder) Refused(group, typeURL, name string, _ error) {
 	r.refused = append(r.refused, group+" "+typeURL+" "+name)
 }
 
+func (r *recorder) Sent(string, int) {}
+
 func (r *recorder) refusedSoFar() []string {
 	r.mu.Lock()
 	defer r.mu.Unlock()

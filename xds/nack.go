@@ -37,6 +37,8 @@ type Nack struct {
 // it.
 type nackTracker struct {
 	report func(Nack)
+	// sent is told how many resources of a type each response carries.
+	sent func(typeURL string, n int)
 
 	mu sync.Mutex
 	// sotw and delta streams are numbered by separate counters, hence two
@@ -62,8 +64,8 @@ type sentResponse struct {
 	reported  bool
 }
 
-func newNackTracker(report func(Nack)) *nackTracker {
-	return &nackTracker{report: report, sotw: map[int64]*trackedStream{}, delta: map[int64]*trackedStream{}}
+func newNackTracker(report func(Nack), sent func(string, int)) *nackTracker {
+	return &nackTracker{report: report, sent: sent, sotw: map[int64]*trackedStream{}, delta: map[int64]*trackedStream{}}
 }
 
 var _ serverv3.Callbacks = (*nackTracker)(nil)
@@ -125,6 +127,7 @@ func (t *nackTracker) sotwNack(id int64, req *discoveryv3.DiscoveryRequest) (Nac
 
 // OnStreamResponse implements sotw.Callbacks.
 func (t *nackTracker) OnStreamResponse(_ context.Context, id int64, _ *discoveryv3.DiscoveryRequest, resp *discoveryv3.DiscoveryResponse) {
+	t.sent(resp.GetTypeUrl(), len(resp.GetResources()))
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	t.stream(t.sotw, id).last[resp.GetTypeUrl()] = &sentResponse{nonce: resp.GetNonce(), version: resp.GetVersionInfo(), resources: resp.GetResources()}
@@ -182,6 +185,7 @@ func (t *nackTracker) OnStreamDeltaResponse(id int64, _ *discoveryv3.DeltaDiscov
 		names = append(names, r.GetName())
 	}
 	slices.Sort(names)
+	t.sent(resp.GetTypeUrl(), len(names))
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	t.stream(t.delta, id).last[resp.GetTypeUrl()] = &sentResponse{nonce: resp.GetNonce(), version: resp.GetSystemVersionInfo(), names: names}

@@ -37,6 +37,9 @@ type Metrics interface {
 	// Refused is called when a resource fails validation and is not
 	// published (a translator bug: the translator promises valid output).
 	Refused(group, typeURL, name string, err error)
+	// Sent is called for every response sent, with the number of
+	// resources of typeURL it carries.
+	Sent(typeURL string, n int)
 }
 
 // Publisher serves Sync sessions' Envoy resources over xDS: every node group
@@ -106,7 +109,11 @@ func NewPublisher(opts Options) *Publisher {
 		cancel:  cancel,
 		groups:  map[string]*group{},
 	}
-	p.tracker = newNackTracker(p.nacked)
+	p.tracker = newNackTracker(p.nacked, func(typeURL string, n int) {
+		if p.metrics != nil {
+			p.metrics.Sent(typeURL, n)
+		}
+	})
 	return p
 }
 

@@ -19,7 +19,7 @@ import (
 // deliberate --address choice, such as 0.0.0.0:8081 behind a NetworkPolicy.
 const defaultAddress = "127.0.0.1:8081"
 
-const serveSynopsis = "tributary serve [--address 127.0.0.1:8081] [--max-message-size 64MiB] [--log-level info] [--shutdown-timeout 10s] [--metrics-address host:port]"
+const serveSynopsis = "tributary serve [--address 127.0.0.1:8081] [--max-message-size 64MiB] [--log-level info] [--shutdown-timeout 10s] [--metrics-address host:port] [--xds-address host:port] [--xds-withdraw-grace 30s]"
 
 // runServe serves TranslationService (with health and reflection) until
 // SIGTERM or SIGINT, then drains: in-flight calls get --shutdown-timeout to
@@ -36,6 +36,7 @@ func runServe(ctx context.Context, args []string, std stdio) int {
 	logLevel := fs.String("log-level", "info", "log `level`: debug, info, warn or error")
 	shutdownTimeout := fs.Duration("shutdown-timeout", 10*time.Second, "how long in-flight calls may run after SIGTERM before connections are closed")
 	metricsFlags := registerMetricsFlags(fs)
+	xdsFlags := registerXDSFlags(fs)
 	if code, ok := parseFlags(fs, args); !ok {
 		return code
 	}
@@ -58,6 +59,13 @@ func runServe(ctx context.Context, args []string, std stdio) int {
 		return 1
 	}
 	defer metricsEndpoint.stop(logger) // last, so /readyz says 503 throughout the drain
+	xdsEndpoint, err := xdsFlags.listen(logger, metricsEndpoint.Metrics())
+	if err != nil {
+		_ = lis.Close()
+		logger.Error("cannot listen", "address", xdsFlags.address, "error", err)
+		return 1
+	}
+	defer xdsEndpoint.stop(logger) // after the drain, so xDS clients are served throughout
 	// healthServer reports NOT_SERVING once draining starts.
 	healthServer := health.NewServer()
 	srv := server.NewGRPCServer(server.Options{
@@ -66,6 +74,7 @@ func runServe(ctx context.Context, args []string, std stdio) int {
 		Logger:         logger,
 		Metrics:        metricsEndpoint.Metrics(),
 		Health:         healthServer,
+		XDS:            xdsEndpoint.Publisher(),
 	})
 
 	ctx, stopSignals := signal.NotifyContext(ctx, syscall.SIGTERM, os.Interrupt)
@@ -74,6 +83,7 @@ func runServe(ctx context.Context, args []string, std stdio) int {
 	// queues connections on lis, and nothing else can log before a call.
 	logger.Info("serving gRPC", "address", lis.Addr().String())
 	metricsEndpoint.serve(logger)
+	xdsEndpoint.serve(logger)
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(lis) }()
 	metricsEndpoint.setReady(true)
@@ -84,6 +94,10 @@ func runServe(ctx context.Context, args []string, std stdio) int {
 		return 1
 	case err := <-metricsEndpoint.failures():
 		logger.Error("serving metrics failed", "error", err)
+		srv.Stop()
+		return 1
+	case err := <-xdsEndpoint.failures():
+		logger.Error("serving xDS failed", "error", err)
 		srv.Stop()
 		return 1
 	case <-ctx.Done():
