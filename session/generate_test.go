@@ -74,7 +74,7 @@ func boolp(v bool) *bool    { return &v }
 // use a client certificate, so Secret changes reach every ExtensionService.
 func generateSettings(c chooser) source.Settings {
 	var s source.Settings
-	if chance(c, 4) {
+	if chance(c, 6) {
 		s.ClientCertificate = &source.NamespacedName{Namespace: "auth", Name: pick(c, "client", "ca")}
 	}
 	if chance(c, 3) {
@@ -84,6 +84,28 @@ func generateSettings(c chooser) source.Settings {
 		s.UpstreamTLS = &source.UpstreamTLS{MinimumProtocolVersion: pick(c, "", "1.2", "1.3")}
 	}
 	return s
+}
+
+// generateInitialBatch draws a first batch holding one of every object of
+// the universe but the ExtensionServices, so that later batches' references
+// mostly resolve and much of the output is valid.
+func generateInitialBatch(c chooser) session.Batch {
+	var b session.Batch
+	up := &b.Upserts
+	for _, ns := range genNamespaces {
+		meta := func(name string) source.Meta { return source.Meta{Namespace: ns, Name: name} }
+		for _, name := range genServices {
+			up.Services = append(up.Services, generateService(c, meta(name)))
+		}
+		for _, name := range genSlices {
+			up.EndpointSlices = append(up.EndpointSlices, generateEndpointSlice(c, meta(name)))
+		}
+		for _, name := range genSecrets {
+			up.Secrets = append(up.Secrets, generateSecret(c, meta(name)))
+		}
+		up.TLSCertificateDelegations = append(up.TLSCertificateDelegations, generateDelegation(c, meta(genDelegs[0])))
+	}
+	return b
 }
 
 // generateBatch draws one batch of up to 8 upserts and deletes of every
@@ -113,7 +135,7 @@ func generateBatch(c chooser) session.Batch {
 			continue
 		}
 		used[ref] = true
-		if chance(c, 4) {
+		if chance(c, 5) {
 			b.Deletes = append(b.Deletes, ref)
 			continue
 		}
@@ -137,23 +159,29 @@ func generateBatch(c chooser) session.Batch {
 
 func generateExtensionService(c chooser, meta source.Meta) source.ExtensionService {
 	es := source.ExtensionService{Meta: meta}
-	for range c.intn(4) {
+	targets := 1 + c.intn(2)
+	if chance(c, 8) {
+		targets = 0 // invalid: no targets
+	}
+	for range targets {
 		es.Spec.Services = append(es.Spec.Services, source.ExtensionServiceTarget{
 			Name:   pick(c, genServices...),
-			Port:   int32(9000 + c.intn(2)),
+			Port:   int32(pick(c, 9000, 9000, 9000, 9000, 9000, 9000, 9000, 9001)),
 			Weight: pick[uint32](c, 0, 1, 20, 80),
 		})
 	}
 	// h2 needs TLS validation details; cleartext is the common case.
-	es.Spec.Protocol = pick(c, strp("h2c"), strp("h2c"), strp("http/1.1"), nil, strp("h3"))
+	es.Spec.Protocol = pick(c, strp("h2c"), strp("h2c"), strp("h2c"), strp("http/1.1"), nil, strp("h3"), strp("h2c"), strp("h2c"))
 	if chance(c, 3) {
 		es.Spec.Validation = &source.UpstreamValidation{
-			CASecret:    pick(c, "ca", "other/ca", "auth/ca", "/ca", "empty", "missing"),
-			SubjectName: pick(c, "ext.example.com", ""),
+			CASecret:    pick(c, "ca", "ca", "other/ca", "other/ca", "auth/ca", "/ca", "empty", "missing"),
+			SubjectName: pick(c, "ext.example.com", "ext.example.com", ""),
 		}
+		// Validation means TLS: h2, but not always.
+		es.Spec.Protocol = pick(c, nil, nil, strp("h2"), strp("h2c"))
 	}
 	if chance(c, 4) {
-		es.Spec.TimeoutPolicy = &source.TimeoutPolicy{Response: pick(c, "1s", "infinity", "bogus")}
+		es.Spec.TimeoutPolicy = &source.TimeoutPolicy{Response: pick(c, "1s", "infinity", "1s", "bogus")}
 	}
 	if chance(c, 4) {
 		es.Spec.LoadBalancerPolicy = &source.LoadBalancerPolicy{Strategy: pick(c, "Random", "Cookie")}
@@ -170,7 +198,7 @@ func generateService(c chooser, meta source.Meta) source.Service {
 		svc.Ports = append(svc.Ports, source.ServicePort{
 			Name:     pick(c, "", "grpc"),
 			Port:     int32(9000 + p),
-			Protocol: pick(c, "TCP", "TCP", "UDP"),
+			Protocol: pick(c, "TCP", "TCP", "TCP", "TCP", "TCP", "TCP", "", "UDP"),
 		})
 	}
 	return svc
@@ -203,7 +231,7 @@ func generateSecret(c chooser, meta source.Meta) source.Secret {
 	return source.Secret{
 		Meta:   meta,
 		Type:   pick(c, "Opaque", "kubernetes.io/tls"),
-		CACrt:  pick(c, genCA, genCA, nil, genBadPEM),
+		CACrt:  pick(c, genCA, genCA, genCA, genCA, nil, genBadPEM),
 		TLSCrt: pick(c, genLeaf, genLeaf, nil),
 	}
 }

@@ -50,6 +50,9 @@ func checkRun(t *testing.T, c chooser, maxBatches int) {
 
 	for id := uint64(1); id <= uint64(maxBatches) && (id == 1 || !c.exhausted()); id++ {
 		batch := generateBatch(c)
+		if id == 1 {
+			batch = generateInitialBatch(c)
+		}
 		objects.apply(&batch)
 		d := sess.Apply(&batch)
 		for _, p := range fromDeltas.apply(&d) {
