@@ -32,8 +32,8 @@ type adapterSettings struct {
 
 // TestContourOverlayAgrees checks the two halves of the Contour overlay
 // against each other and against the binary: the adapter's settings carry
-// the values Contour's configuration gives Contour, its target is the
-// headless Service, and `tributary translate` builds Clusters with them.
+// the values Contour's configuration gives Contour, it looks replicas up
+// at the headless Service, and `tributary translate` builds Clusters with them.
 func TestContourOverlayAgrees(t *testing.T) {
 	const namespace = "projectcontour"
 	objs := build(t, "overlays/contour")
@@ -41,8 +41,12 @@ func TestContourOverlayAgrees(t *testing.T) {
 	adapter := one[*corev1.ConfigMap](t, objs, "tributary-adapter")
 	sync := one[*corev1.Service](t, objs, "tributary-sync")
 
-	if want := fmt.Sprintf("dns:///%s.%s.svc.cluster.local:%d", sync.Name, namespace, sync.Spec.Ports[0].Port); adapter.Data["target"] != want {
-		t.Errorf("the adapter's target is %q, want the headless Service %q", adapter.Data["target"], want)
+	if want := fmt.Sprintf("%s.%s.svc.cluster.local", sync.Name, namespace); adapter.Data["replicasService"] != want {
+		t.Errorf("the adapter looks replicas up at %q, want the headless Service %q", adapter.Data["replicasService"], want)
+	}
+	// LookupReplicas takes a Service port's name (SRV records) or number.
+	if port := adapter.Data["replicasPort"]; port != sync.Spec.Ports[0].Name && port != fmt.Sprint(sync.Spec.Ports[0].Port) {
+		t.Errorf("the adapter's replicasPort %q is neither the name nor the number of the Service's port", port)
 	}
 
 	data, err := yaml.YAMLToJSONStrict([]byte(adapter.Data["settings.yaml"]))
