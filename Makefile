@@ -109,6 +109,15 @@ python-test: build ## the Python client's tests (client/python)
 	TRIBUTARY_BIN=$(CURDIR)/bin/tributary PYTHONPATH=gen/python:client/python PYTHONDONTWRITEBYTECODE=1 \
 		$(PYTHON) -m unittest discover -s client/python -v
 
+# deploy-test builds the Kubernetes manifests with kustomize and checks them
+# (and the Dockerfile) against bin/tributary. deploy/ is a module of its own,
+# so kustomize's dependencies stay out of go.mod; it is vetted here because
+# `go vet ./...` at the root does not reach it.
+.PHONY: deploy-test
+deploy-test: build ## the manifests in deploy/ and the Dockerfile, checked against bin/tributary
+	cd deploy && $(GO) vet ./...
+	cd deploy && TRIBUTARY_BIN=$(CURDIR)/bin/tributary $(GO) test -race -count=1 -timeout $(TEST_TIMEOUT) ./...
+
 .PHONY: test
 test: tools ## everything CI checks: check-generated, vet, lint, go-test, node-test, python-test
 	$(call stage,check-generated)
