@@ -406,6 +406,13 @@ func TestTakeoverWithinGrace(t *testing.T) {
 	c.ack(c.recv())
 	c.send(&discoveryv3.DeltaDiscoveryRequest{TypeUrl: resourcev3.EndpointType, ResourceNamesSubscribe: all})
 	c.ack(c.recv())
+	// A State-of-the-World client too: its versions are per response, so
+	// only the Publisher's skipping of unchanged resources keeps it quiet.
+	sc := newSotwClient(t, conn)
+	sc.send(&discoveryv3.DiscoveryRequest{Node: node("envoy-2"), TypeUrl: resourcev3.ClusterType})
+	sc.ack(sc.recv())
+	sc.send(&discoveryv3.DiscoveryRequest{TypeUrl: resourcev3.EndpointType, ResourceNames: all})
+	sc.ack(sc.recv(), all...)
 
 	superseded := make(chan struct{})
 	old2, err := p.Open("edge-2", xds.PublicationOptions{OnSuperseded: func() { close(superseded) }})
@@ -443,7 +450,15 @@ func TestTakeoverWithinGrace(t *testing.T) {
 		t.Fatalf("after the takeover, got %s %v, want EDS %v", resp.GetTypeUrl(), got, names(ch.ClusterLoadAssignments))
 	}
 	c.ack(resp)
+	if resp := sc.recv(); resp.GetTypeUrl() != resourcev3.EndpointType || !slices.Equal(sotwNames(t, resp), names(ch.ClusterLoadAssignments)) {
+		t.Fatalf("after the takeover, the SotW client got %s %v, want EDS %v", resp.GetTypeUrl(), sotwNames(t, resp), names(ch.ClusterLoadAssignments))
+	} else {
+		sc.ack(resp, all...)
+	}
 	xds.WithdrawStale(p, "edge")
+	if resp := sc.recv(); resp.GetTypeUrl() != resourcev3.ClusterType || !slices.Equal(sotwNames(t, resp), names(v2.Clusters)) {
+		t.Errorf("after the grace period, the SotW client got %s %v, want CDS %v", resp.GetTypeUrl(), sotwNames(t, resp), names(v2.Clusters))
+	}
 	for range 2 {
 		resp := c.recv()
 		want := ch.RemovedClusters
