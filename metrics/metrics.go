@@ -103,8 +103,26 @@ func New() *Metrics {
 	for _, kind := range ObjectKinds {
 		m.sessionObjects.WithLabelValues(kind)
 	}
+	for _, rpc := range []string{RPCTranslate, RPCSync} {
+		for _, typeURL := range translationTypes {
+			m.resourcesSent.WithLabelValues(rpc, TypeLabel(typeURL))
+		}
+	}
+	for _, typeURL := range xdsTypes {
+		m.nacks.WithLabelValues(TypeLabel(typeURL))
+	}
 	return m
 }
+
+// translationTypes are the types Translate and Sync send, and xdsTypes
+// those the xDS server serves: their series exist from the start.
+var (
+	translationTypes = []string{
+		"type.googleapis.com/envoy.config.cluster.v3.Cluster",
+		"type.googleapis.com/envoy.config.endpoint.v3.ClusterLoadAssignment",
+	}
+	xdsTypes = append(translationTypes[:len(translationTypes):len(translationTypes)], "type.googleapis.com/envoy.config.listener.v3.Listener")
+)
 
 // ObjectKinds are the kind label values of tributary_sync_session_objects:
 // the Kubernetes kinds a session holds.
