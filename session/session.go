@@ -5,6 +5,16 @@
 // It has no gRPC in it. The server feeds it checked batches and streams the
 // deltas it returns; an Outbox between the two merges deltas per resource
 // when the client reads slower than it writes.
+//
+// A Session finds what a batch touches through reverse indexes from the
+// names an ExtensionService's spec refers to (its target Services, which
+// are also the keys of their EndpointSlices; its CA Secret; the namespace
+// whose delegations decide whether it may use that Secret) back to the
+// ExtensionServices. It rebuilds those alone, serialising and hashing each
+// resource once, and compares the content hash with the version it last
+// reported, so an unchanged resource is never sent again. Resource versions
+// stay content hashes; only the version of a whole output needs to be
+// unique per server instance, which NextVersion gives.
 package session
 
 import (
