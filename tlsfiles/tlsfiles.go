@@ -51,8 +51,8 @@ type Options struct {
 	// PollInterval is how often the files are read again; 0 means
 	// DefaultPollInterval.
 	PollInterval time.Duration
-	// Logger receives reloads, failed reloads and refused handshakes; nil
-	// means slog.Default().
+	// Logger receives reloads (not the first load), failed reloads and
+	// refused handshakes; nil means slog.Default().
 	Logger *slog.Logger
 }
 
@@ -139,7 +139,11 @@ func (r *Reloader) Reload() (changed bool, err error) {
 		return false, err
 	}
 	r.current.Store(m)
-	r.logger.Info("TLS material loaded", "certificate", r.opts.CertFile, "serial", m.leaf.SerialNumber.String(),
+	if old == nil {
+		// The first load is New's: a server logs its address first.
+		return true, nil
+	}
+	r.logger.Info("TLS material reloaded", "certificate", r.opts.CertFile, "serial", m.leaf.SerialNumber.String(),
 		"subject", m.leaf.Subject.String(), "not_after", m.leaf.NotAfter.UTC().Format(time.RFC3339),
 		"client_ca", r.opts.ClientCAFile)
 	return true, nil

@@ -324,7 +324,7 @@ func TestReloadReportsChange(t *testing.T) {
 	if changed, err := r.Reload(); !changed || err != nil {
 		t.Errorf("Reload of a new pair = %v, %v; want true, nil", changed, err)
 	}
-	if n := strings.Count(f.logs.String(), `msg="TLS material loaded"`); n != 2 {
-		t.Errorf("%d load lines, want 2:\n%s", n, f.logs.String())
+	if n := strings.Count(f.logs.String(), `msg="TLS material reloaded"`); n != 1 {
+		t.Errorf("%d reload lines, want 1:\n%s", n, f.logs.String())
 	}
 }
