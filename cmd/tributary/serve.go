@@ -14,12 +14,13 @@ import (
 	"github.com/tributary-dev/tributary/server"
 )
 
-// defaultAddress is loopback on purpose: the service has no authentication
-// or TLS of its own, so exposing it beyond the host (or the pod) must be a
-// deliberate --address choice, such as 0.0.0.0:8081 behind a NetworkPolicy.
+// defaultAddress is loopback on purpose: without the TLS flags (see
+// serve_tls.go) the service has no authentication, so exposing it beyond the
+// host (or the pod) must be a deliberate --address choice, such as
+// 0.0.0.0:8081 with mutual TLS or behind a NetworkPolicy.
 const defaultAddress = "127.0.0.1:8081"
 
-const serveSynopsis = "tributary serve [--address 127.0.0.1:8081] [--max-message-size 64MiB] [--log-level info] [--shutdown-timeout 10s] [--metrics-address host:port] [--xds-address host:port] [--xds-withdraw-grace 30s]"
+const serveSynopsis = "tributary serve [--address 127.0.0.1:8081] [--max-message-size 64MiB] [--log-level info] [--shutdown-timeout 10s] [--metrics-address host:port] [--xds-address host:port] [--xds-withdraw-grace 30s] [--tls-cert-file FILE --tls-key-file FILE [--tls-client-ca-file FILE [--tls-allowed-client-sans SAN,...]]] [--max-sessions 1000] [--max-batch-objects 100000] [--max-session-bytes 512MiB] [--max-concurrent-streams 16]"
 
 // runServe serves TranslationService (with health and reflection) until
 // SIGTERM or SIGINT, then drains: in-flight calls get --shutdown-timeout to
@@ -37,6 +38,8 @@ func runServe(ctx context.Context, args []string, std stdio) int {
 	shutdownTimeout := fs.Duration("shutdown-timeout", 10*time.Second, "how long in-flight calls may run after SIGTERM before connections are closed")
 	metricsFlags := registerMetricsFlags(fs)
 	xdsFlags := registerXDSFlags(fs)
+	tlsFlags := registerTLSFlags(fs)
+	limits := registerLimitFlags(fs)
 	if code, ok := parseFlags(fs, args); !ok {
 		return code
 	}
@@ -45,7 +48,16 @@ func runServe(ctx context.Context, args []string, std stdio) int {
 		std.errorf("tributary serve: invalid --log-level %q: want debug, info, warn or error\n", *logLevel)
 		return 2
 	}
+	if err := limits.check(); err != nil {
+		std.errorf("tributary serve: %v\n", err)
+		return 2
+	}
 	logger := slog.New(slog.NewTextHandler(std.err, &slog.HandlerOptions{Level: level}))
+	security, err := tlsFlags.start(logger)
+	if err != nil {
+		return tlsFailure(err, logger, std)
+	}
+	defer security.close()
 
 	lis, err := net.Listen("tcp", *address)
 	if err != nil {
@@ -59,6 +71,7 @@ func runServe(ctx context.Context, args []string, std stdio) int {
 		return 1
 	}
 	defer metricsEndpoint.stop(logger) // last, so /readyz says 503 throughout the drain
+	xdsFlags.credentials = security.credentials()
 	xdsEndpoint, err := xdsFlags.listen(logger, metricsEndpoint.Metrics())
 	if err != nil {
 		_ = lis.Close()
@@ -75,6 +88,12 @@ func runServe(ctx context.Context, args []string, std stdio) int {
 		Metrics:        metricsEndpoint.Metrics(),
 		Health:         healthServer,
 		XDS:            xdsEndpoint.Publisher(),
+		Credentials:    security.credentials(),
+		// Limits against abuse (serve_limits.go).
+		MaxConcurrentStreams: limits.concurrentStreams,
+		MaxSessions:          limits.sessions,
+		MaxBatchObjects:      limits.batchObjects,
+		MaxSessionBytes:      int64(limits.sessionBytes),
 	})
 
 	ctx, stopSignals := signal.NotifyContext(ctx, syscall.SIGTERM, os.Interrupt)

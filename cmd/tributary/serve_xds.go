@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/keepalive"
 
 	"github.com/tributary-dev/tributary/metrics"
@@ -22,6 +23,9 @@ const xdsStopTimeout = 2 * time.Second
 type xdsFlags struct {
 	address string
 	grace   time.Duration
+	// credentials secure the listener (the TLS flags, see serve_tls.go);
+	// nil serves plaintext.
+	credentials credentials.TransportCredentials
 }
 
 // registerXDSFlags adds --xds-address and --xds-withdraw-grace to fs. xDS is
@@ -62,6 +66,7 @@ func (f *xdsFlags) listen(logger *slog.Logger, m *metrics.Metrics) (*xdsEndpoint
 	}
 	p := xds.NewPublisher(xds.Options{WithdrawGrace: f.grace, Logger: logger, Metrics: xm})
 	srv := grpc.NewServer(
+		grpc.Creds(f.credentials),
 		// xDS streams are long-lived and mostly idle: probe them, so the
 		// server notices clients that vanished, and let clients keep
 		// them warm without a ping flood.

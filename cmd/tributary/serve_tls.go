@@ -1,0 +1,114 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"log/slog"
+	"slices"
+	"strings"
+
+	"google.golang.org/grpc/credentials"
+
+	"github.com/tributary-dev/tributary/tlsfiles"
+)
+
+// tlsFlags are serve's TLS flags. The same material secures the gRPC port
+// and, when on, the xDS port.
+type tlsFlags struct {
+	certFile, keyFile, clientCAFile string
+	allowedClientSANs               string
+}
+
+// registerTLSFlags adds --tls-cert-file, --tls-key-file,
+// --tls-client-ca-file and --tls-allowed-client-sans to fs. Without
+// --tls-cert-file, serve speaks plaintext.
+func registerTLSFlags(fs *flag.FlagSet) *tlsFlags {
+	f := &tlsFlags{}
+	fs.StringVar(&f.certFile, "tls-cert-file", "",
+		"PEM certificate chain (leaf first) to serve TLS with, on the gRPC and xDS ports; read again every few seconds, so a rotated certificate is used without a restart. Empty (the default) serves plaintext")
+	fs.StringVar(&f.keyFile, "tls-key-file", "", "PEM private key of --tls-cert-file")
+	fs.StringVar(&f.clientCAFile, "tls-client-ca-file", "",
+		"PEM CA bundle for mutual TLS: every client must present a certificate signed by one of these CAs (read again on change too)")
+	fs.StringVar(&f.allowedClientSANs, "tls-allowed-client-sans", "",
+		"comma-separated DNS or URI SANs (such as contour or spiffe://cluster.local/ns/projectcontour/sa/contour) of which a client certificate must carry one; needs --tls-client-ca-file. Empty accepts any certificate of the client CAs")
+	return f
+}
+
+// serveTLS is the TLS of a running serve: nil when serving plaintext, which
+// every method allows.
+type serveTLS struct {
+	reloader *tlsfiles.Reloader
+	stop     context.CancelFunc
+	stopped  chan struct{}
+}
+
+// tlsUsageError is a combination of flags that makes no sense, as opposed
+// to files that do not load.
+type tlsUsageError string
+
+func (e tlsUsageError) Error() string { return string(e) }
+
+// start checks the flags, loads the files and follows them until stop.
+func (f *tlsFlags) start(logger *slog.Logger) (*serveTLS, error) {
+	var sans []string
+	if f.allowedClientSANs != "" {
+		for san := range strings.SplitSeq(f.allowedClientSANs, ",") {
+			sans = append(sans, strings.TrimSpace(san))
+		}
+	}
+	switch {
+	case f.certFile == "" && (f.keyFile != "" || f.clientCAFile != "" || len(sans) > 0):
+		return nil, tlsUsageError("--tls-key-file, --tls-client-ca-file and --tls-allowed-client-sans need --tls-cert-file")
+	case f.certFile == "":
+		return nil, nil
+	case f.keyFile == "":
+		return nil, tlsUsageError("--tls-cert-file needs --tls-key-file")
+	case len(sans) > 0 && f.clientCAFile == "":
+		return nil, tlsUsageError("--tls-allowed-client-sans needs --tls-client-ca-file: without mutual TLS no client presents a certificate")
+	case slices.Contains(sans, ""):
+		return nil, tlsUsageError("--tls-allowed-client-sans holds an empty SAN")
+	}
+	r, err := tlsfiles.New(tlsfiles.Options{
+		CertFile: f.certFile, KeyFile: f.keyFile, ClientCAFile: f.clientCAFile, AllowedClientSANs: sans, Logger: logger,
+	})
+	if err != nil {
+		return nil, err
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	t := &serveTLS{reloader: r, stop: cancel, stopped: make(chan struct{})}
+	go func() {
+		defer close(t.stopped)
+		r.Run(ctx)
+	}()
+	return t, nil
+}
+
+// tlsFailure reports why TLS could not start and returns serve's exit
+// code: 2 for flags that make no sense together, 1 for files that do not
+// load.
+func tlsFailure(err error, logger *slog.Logger, std stdio) int {
+	if usage := tlsUsageError(""); errors.As(err, &usage) {
+		std.errorf("tributary serve: %v\n", usage)
+		return 2
+	}
+	logger.Error("cannot load TLS material", "error", err)
+	return 1
+}
+
+// credentials secure a gRPC server; nil (plaintext) without TLS.
+func (t *serveTLS) credentials() credentials.TransportCredentials {
+	if t == nil {
+		return nil
+	}
+	return t.reloader.TransportCredentials()
+}
+
+// close stops following the files.
+func (t *serveTLS) close() {
+	if t == nil {
+		return
+	}
+	t.stop()
+	<-t.stopped
+}
