@@ -9,7 +9,9 @@ import (
 	clusterv3 "github.com/envoyproxy/go-control-plane/envoy/config/cluster/v3"
 	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
 	endpointv3 "github.com/envoyproxy/go-control-plane/envoy/config/endpoint/v3"
+	clusterservice "github.com/envoyproxy/go-control-plane/envoy/service/cluster/v3"
 	discoveryv3 "github.com/envoyproxy/go-control-plane/envoy/service/discovery/v3"
+	endpointservice "github.com/envoyproxy/go-control-plane/envoy/service/endpoint/v3"
 	resourcev3 "github.com/envoyproxy/go-control-plane/pkg/resource/v3"
 	"github.com/google/go-cmp/cmp"
 	"google.golang.org/genproto/googleapis/rpc/status"
@@ -469,5 +471,44 @@ func TestTakeoverWithinGrace(t *testing.T) {
 			t.Errorf("%s after the grace period: got %v removing %v, want only the removal of %v", resp.GetTypeUrl(), deltaNames(resp), resp.GetRemovedResources(), want)
 		}
 		c.ack(resp)
+	}
+}
+
+// The per-type services serve the same groups as ADS: EDS in State of the
+// World, CDS in Delta.
+func TestPerTypeServices(t *testing.T) {
+	p, conn := startServer(t, xds.Options{})
+	_, res := translated(2, 1)
+	mustApply(t, mustOpen(t, p, "edge", xds.PublicationOptions{}), everything(res))
+	all := names(res.Clusters)
+
+	eds, err := endpointservice.NewEndpointDiscoveryServiceClient(conn).StreamEndpoints(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := eds.Send(&discoveryv3.DiscoveryRequest{Node: node("envoy-1"), ResourceNames: all}); err != nil {
+		t.Fatal(err)
+	}
+	resp, err := eds.Recv()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := sotwNames(t, resp); resp.GetTypeUrl() != resourcev3.EndpointType || !slices.Equal(got, all) {
+		t.Errorf("EDS service: got %s %v, want %v", resp.GetTypeUrl(), got, all)
+	}
+
+	cds, err := clusterservice.NewClusterDiscoveryServiceClient(conn).DeltaClusters(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cds.Send(&discoveryv3.DeltaDiscoveryRequest{Node: node("envoy-1")}); err != nil {
+		t.Fatal(err)
+	}
+	dresp, err := cds.Recv()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := deltaNames(dresp); dresp.GetTypeUrl() != resourcev3.ClusterType || !slices.Equal(got, all) {
+		t.Errorf("CDS service: got %s %v, want %v", dresp.GetTypeUrl(), got, all)
 	}
 }
