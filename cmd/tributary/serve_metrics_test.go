@@ -1,0 +1,152 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"io"
+	"net/http"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
+	healthpb "google.golang.org/grpc/health/grpc_health_v1"
+
+	tributaryv1 "github.com/tributary-dev/tributary/gen/go/tributary/v1"
+)
+
+var metricsAddress = regexp.MustCompile(`msg="serving metrics" address=(\S+)`)
+
+// TestServeMetricsAndDrain serves with --metrics-address, scrapes it, then
+// starts draining (as on SIGTERM) while a Sync session is still open: the
+// gRPC health service turns NOT_SERVING and /readyz 503, /healthz stays 200,
+// and once the session ends the process exits 0 and the HTTP server is gone.
+func TestServeMetricsAndDrain(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	logs := &syncBuffer{}
+	pr, pw := io.Pipe()
+	done := make(chan int, 1)
+	go func() {
+		done <- run(ctx, []string{"serve", "--address", "127.0.0.1:0", "--metrics-address", "127.0.0.1:0", "--shutdown-timeout", "10m"},
+			stdio{in: strings.NewReader(""), out: io.Discard, err: io.MultiWriter(logs, pw)})
+		_ = pw.Close()
+	}()
+	first, err := readLine(pr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	second, err := readLine(pr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	go func() { _, _ = io.Copy(io.Discard, pr) }()
+	grpcAddr, httpAddr := listenAddress.FindStringSubmatch(first), metricsAddress.FindStringSubmatch(second)
+	if grpcAddr == nil || httpAddr == nil {
+		t.Fatalf("the first two log lines do not name the addresses:\n%s%s", first, second)
+	}
+	base := "http://" + httpAddr[1]
+
+	conn, err := grpc.NewClient(grpcAddr[1], grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = conn.Close() }()
+	translation := tributaryv1.NewTranslationServiceClient(conn)
+	if _, err := translation.Translate(t.Context(), &tributaryv1.TranslateRequest{}); err != nil {
+		t.Fatal(err)
+	}
+	// The first answer of the session means Serve has started: ready.
+	if code, body := httpGet(t, base+"/readyz"); code != http.StatusOK {
+		t.Fatalf("/readyz while serving: %d %q", code, body)
+	}
+	if _, body := httpGet(t, base+"/metrics"); !strings.Contains(body,
+		`grpc_server_handled_total{grpc_code="OK",grpc_method="Translate",grpc_service="tributary.v1.TranslationService",grpc_type="unary"} 1`) {
+		t.Errorf("/metrics does not count the Translate call:\n%s", body)
+	}
+
+	// A Sync session keeps the drain going until the test ends it.
+	syncCtx, endSync := context.WithCancel(t.Context())
+	defer endSync()
+	session, err := translation.Sync(syncCtx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := session.Send(&tributaryv1.SyncRequest{Message: &tributaryv1.SyncRequest_Start{Start: &tributaryv1.SyncStart{}}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := session.Send(&tributaryv1.SyncRequest{Message: &tributaryv1.SyncRequest_Batch{Batch: &tributaryv1.SyncBatch{Id: 1}}}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := session.Recv(); err != nil {
+		t.Fatal(err)
+	}
+	watchCtx, endWatch := context.WithCancel(t.Context())
+	defer endWatch()
+	watch, err := healthpb.NewHealthClient(conn).Watch(watchCtx, &healthpb.HealthCheckRequest{Service: "tributary.v1.TranslationService"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if resp, err := watch.Recv(); err != nil || resp.GetStatus() != healthpb.HealthCheckResponse_SERVING {
+		t.Fatalf("health before draining: %v, %v", resp, err)
+	}
+
+	cancel() // as SIGTERM does
+	if resp, err := watch.Recv(); err != nil || resp.GetStatus() != healthpb.HealthCheckResponse_NOT_SERVING {
+		t.Fatalf("health once draining: %v, %v", resp, err)
+	}
+	endWatch()
+	// /readyz turns right after the health service; the drain waits for
+	// the session, so the HTTP server is still there.
+	for {
+		code, _ := httpGet(t, base+"/readyz")
+		if code == http.StatusServiceUnavailable {
+			break
+		}
+		if code != http.StatusOK {
+			t.Fatalf("/readyz while draining: %d", code)
+		}
+		time.Sleep(time.Millisecond)
+	}
+	if code, _ := httpGet(t, base+"/healthz"); code != http.StatusOK {
+		t.Errorf("/healthz while draining: %d, want 200", code)
+	}
+
+	if err := session.CloseSend(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := session.Recv(); !errors.Is(err, io.EOF) {
+		t.Fatalf("the session ended with %v, want its end", err)
+	}
+	if code := <-done; code != 0 {
+		t.Fatalf("exit %d; log:\n%s", code, logs.String())
+	}
+	req, err := http.NewRequestWithContext(t.Context(), http.MethodGet, base+"/healthz", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if resp, err := http.DefaultClient.Do(req); err == nil {
+		_ = resp.Body.Close()
+		t.Error("the metrics server still answers after serve returned")
+	}
+}
+
+func httpGet(t *testing.T, url string) (int, string) {
+	t.Helper()
+	req, err := http.NewRequestWithContext(t.Context(), http.MethodGet, url, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = resp.Body.Close() }()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return resp.StatusCode, string(body)
+}
