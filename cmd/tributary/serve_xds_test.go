@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"io"
 	"regexp"
 	"strings"
@@ -116,7 +117,7 @@ func TestServeXDS(t *testing.T) {
 	if err := sync.CloseSend(); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := sync.Recv(); err != io.EOF {
+	if _, err := sync.Recv(); !errors.Is(err, io.EOF) {
 		t.Fatalf("Sync ended with %v", err)
 	}
 	cancel()
