@@ -24,6 +24,8 @@ import (
 const (
 	RPCTranslate = "translate"
 	RPCSync      = "sync"
+	// RPCXDS labels resources sent by the xDS server.
+	RPCXDS = "xds"
 )
 
 // translationBuckets span a small translation (a few ExtensionServices,

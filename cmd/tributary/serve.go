@@ -103,9 +103,11 @@ func runServe(ctx context.Context, args []string, std stdio) int {
 	logger.Info("serving gRPC", "address", lis.Addr().String())
 	metricsEndpoint.serve(logger)
 	xdsEndpoint.serve(logger)
+	// Ready as Serve starts: the listener already queues connections, and a
+	// call answered thus always finds /readyz ready.
+	metricsEndpoint.setReady(true)
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(lis) }()
-	metricsEndpoint.setReady(true)
 
 	select {
 	case err := <-served:
