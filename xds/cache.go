@@ -74,11 +74,15 @@ var _ cachev3.Cache = (*groupCache)(nil)
 // request for a type nothing publishes), so a client cannot make the server
 // keep caches for arbitrary type URLs.
 func (g *groupCache) linear(group, typeURL string) (*cachev3.LinearCache, error) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.linearLocked(group, typeURL)
+}
+
+func (g *groupCache) linearLocked(group, typeURL string) (*cachev3.LinearCache, error) {
 	if cachev3.GetResponseType(typeURL) == types.UnknownType {
 		return nil, fmt.Errorf("type %q is not served", typeURL)
 	}
-	g.mu.Lock()
-	defer g.mu.Unlock()
 	byType := g.groups[group]
 	if byType == nil {
 		byType = map[string]*cachev3.LinearCache{}
@@ -115,7 +119,11 @@ func (g *groupCache) forget(group string) {
 // server (a copy: the server keeps the original), which makes the cache
 // wait for a change instead of repeating the rejected response.
 func (g *groupCache) CreateWatch(req *cachev3.Request, sub cachev3.Subscription, out chan cachev3.Response) (func(), error) {
-	c, err := g.linear(NodeGroup(req.GetNode()), req.GetTypeUrl())
+	// The watch is created under g.mu, so forget cannot drop the cache
+	// between its lookup and the watch.
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	c, err := g.linearLocked(NodeGroup(req.GetNode()), req.GetTypeUrl())
 	if err != nil {
 		return nil, err
 	}
@@ -130,7 +138,9 @@ func (g *groupCache) CreateWatch(req *cachev3.Request, sub cachev3.Subscription,
 // no guard: LinearCache answers a Delta request that carries a nonce (as
 // every NACK does) only with changes.
 func (g *groupCache) CreateDeltaWatch(req *cachev3.DeltaRequest, sub cachev3.Subscription, out chan cachev3.DeltaResponse) (func(), error) {
-	c, err := g.linear(NodeGroup(req.GetNode()), req.GetTypeUrl())
+	g.mu.Lock() // as in CreateWatch
+	defer g.mu.Unlock()
+	c, err := g.linearLocked(NodeGroup(req.GetNode()), req.GetTypeUrl())
 	if err != nil {
 		return nil, err
 	}
