@@ -89,6 +89,21 @@ type ReplicaOptions struct {
 	DialOptions []grpc.DialOption
 	// Logger receives replica changes and failovers; nil is slog.Default().
 	Logger *slog.Logger
+	// XDSNodeGroup, when set, makes every replica publish its session's
+	// Clusters and ClusterLoadAssignments over xDS to the clients of that
+	// node group (SyncStart.xds_node_group): their node.cluster, or node.id
+	// when that is empty. With xdsClusterName naming a bootstrap cluster
+	// that reaches the replicas' xDS port, Envoy then fetches endpoints
+	// from Tributary directly; see docs/direct-eds.md. Every replica must
+	// serve xDS (tributary serve --xds-address).
+	XDSNodeGroup string
+	// PublishListeners also publishes a Listener per Cluster, for
+	// proxyless gRPC clients (SyncStart.publish_listeners); it needs
+	// XDSNodeGroup.
+	PublishListeners bool
+	// OnXDSNack receives what an xDS client of the node group rejected,
+	// with the address of the replica that served it; nil logs it.
+	OnXDSNack func(replica string, nack *tributaryv1.XdsNack)
 }
 
 // ReplicatedAdapter is an Adapter for Tributary run as several replicas:
@@ -96,7 +111,7 @@ type ReplicaOptions struct {
 // of them, and hands the sinks the output of one. Kubernetes, through the
 // informers, stays the only source of truth: each replica holds exactly what
 // its session sent it, so every replica serves the same output (over xDS,
-// when the sessions name a node group), and any Envoy may connect to any
+// with ReplicaOptions.XDSNodeGroup), and any Envoy may connect to any
 // replica. There is no store shared between replicas.
 //
 // Replicas come and go as Resolve says. A replica that appears gets every
@@ -156,6 +171,15 @@ func NewReplicatedAdapter(ctx context.Context, settings *Config, opts ReplicaOpt
 		grpc.WithKeepaliveParams(keepalive.ClientParameters{Time: 15 * time.Second, Timeout: 5 * time.Second, PermitWithoutStream: true}),
 		grpc.WithIdleTimeout(0),
 	}, opts.DialOptions...)
+	if opts.XDSNodeGroup != "" || opts.PublishListeners {
+		rs.publish = &publication{nodeGroup: opts.XDSNodeGroup, listeners: opts.PublishListeners, onNack: opts.OnXDSNack}
+		if rs.publish.onNack == nil {
+			rs.publish.onNack = func(replica string, n *tributaryv1.XdsNack) {
+				rs.logger.Warn("tributary: an xDS client rejected resources", "replica", replica, "node", n.GetNodeId(),
+					"group", n.GetNodeGroup(), "type", n.GetTypeUrl(), "resources", n.GetResourceNames(), "error", n.GetErrorDetail())
+			}
+		}
+	}
 	a.target = rs
 	rs.wg.Go(rs.resolveLoop)
 	return &ReplicatedAdapter{adapter: a, set: rs}, nil
@@ -226,7 +250,9 @@ type replicaSet struct {
 	interval time.Duration
 	deliver  func(client.Update)
 	logger   *slog.Logger
-	wg       sync.WaitGroup
+	// publish is what every session publishes over xDS; nil for nothing.
+	publish *publication
+	wg      sync.WaitGroup
 
 	// deliverMu orders everything that reaches the sinks: it is held while
 	// the primary changes and while an update is delivered, so the sinks
@@ -435,7 +461,11 @@ func (rs *replicaSet) refresh() {
 // and starts its goroutines; it flushes at once when the first Flush is
 // done. Called with rs.mu held.
 func (rs *replicaSet) join(addr string) (*replica, error) {
-	conn, err := grpc.NewClient(addr, rs.dialOpts...)
+	dialOpts := rs.dialOpts
+	if rs.publish != nil {
+		dialOpts = append(slices.Clone(dialOpts), grpc.WithChainStreamInterceptor(rs.publish.interceptor(addr)))
+	}
+	conn, err := grpc.NewClient(addr, dialOpts...)
 	if err != nil {
 		return nil, fmt.Errorf("dialing %s: %w", addr, err)
 	}
@@ -673,4 +703,56 @@ func missing(have, keep map[string]string) []string {
 		}
 	}
 	return out
+}
+
+// publication is what every replica's session publishes over xDS. It is
+// applied by a stream interceptor on the replica's connection, because
+// client.SyncSession has no option for SyncStart's xDS fields nor a place
+// for the XdsNack answers they bring: the interceptor sets the fields on
+// the SyncStart a session sends and takes XdsNack answers out of the
+// stream before the session reads it.
+type publication struct {
+	nodeGroup string
+	listeners bool
+	onNack    func(replica string, n *tributaryv1.XdsNack)
+}
+
+func (p *publication) interceptor(replica string) grpc.StreamClientInterceptor {
+	return func(ctx context.Context, desc *grpc.StreamDesc, cc *grpc.ClientConn, method string, streamer grpc.Streamer, opts ...grpc.CallOption) (grpc.ClientStream, error) {
+		cs, err := streamer(ctx, desc, cc, method, opts...)
+		if err != nil || method != tributaryv1.TranslationService_Sync_FullMethodName {
+			return cs, err
+		}
+		return &publishingStream{ClientStream: cs, publication: p, replica: replica}, nil
+	}
+}
+
+// publishingStream is a Sync stream whose SyncStart publishes and whose
+// XdsNack answers go to the publication's onNack.
+type publishingStream struct {
+	grpc.ClientStream
+	*publication
+	replica string
+}
+
+func (s *publishingStream) SendMsg(m any) error {
+	if req, ok := m.(*tributaryv1.SyncRequest); ok && req.GetStart() != nil {
+		start := proto.CloneOf(req.GetStart())
+		start.XdsNodeGroup, start.PublishListeners = s.nodeGroup, s.listeners
+		m = &tributaryv1.SyncRequest{Message: &tributaryv1.SyncRequest_Start{Start: start}}
+	}
+	return s.ClientStream.SendMsg(m)
+}
+
+func (s *publishingStream) RecvMsg(m any) error {
+	for {
+		if err := s.ClientStream.RecvMsg(m); err != nil {
+			return err
+		}
+		resp, ok := m.(*tributaryv1.SyncResponse)
+		if !ok || resp.GetXdsNack() == nil {
+			return nil
+		}
+		s.onNack(s.replica, resp.GetXdsNack())
+	}
 }

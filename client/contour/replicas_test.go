@@ -18,10 +18,16 @@ import (
 	"time"
 
 	clusterv3 "github.com/envoyproxy/go-control-plane/envoy/config/cluster/v3"
+	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
 	endpointv3 "github.com/envoyproxy/go-control-plane/envoy/config/endpoint/v3"
+	discoveryv3 "github.com/envoyproxy/go-control-plane/envoy/service/discovery/v3"
+	resourcev3 "github.com/envoyproxy/go-control-plane/pkg/resource/v3"
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
 	"golang.org/x/net/dns/dnsmessage"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/testing/protocmp"
 
 	"github.com/tributary-dev/tributary/client"
@@ -43,21 +49,26 @@ func buildTributary(t *testing.T) string {
 
 // replicaProcess is a running `tributary serve`.
 type replicaProcess struct {
-	cmd     *exec.Cmd
-	address string
-	exited  chan struct{}
+	cmd *exec.Cmd
+	// address serves Sync, xdsAddress xDS.
+	address, xdsAddress string
+	exited              chan struct{}
 
 	mu  sync.Mutex
 	log bytes.Buffer
 }
 
-var servingGRPC = regexp.MustCompile(`msg="serving gRPC" address=(\S+)`)
+var serving = regexp.MustCompile(`msg="serving (gRPC|xDS)" address=(\S+)`)
 
-// startReplica starts bin serve on a free loopback port, reads the port
-// back from its log, and kills the process when the test ends.
+// startReplica starts bin serve with Sync and xDS on free loopback ports,
+// reads the ports back from its log, and kills the process when the test
+// ends.
 func startReplica(t *testing.T, bin string) *replicaProcess {
 	t.Helper()
-	p := &replicaProcess{cmd: exec.Command(bin, "serve", "--address", "127.0.0.1:0", "--shutdown-timeout", "1s"), exited: make(chan struct{})}
+	p := &replicaProcess{
+		cmd:    exec.Command(bin, "serve", "--address", "127.0.0.1:0", "--xds-address", "127.0.0.1:0", "--shutdown-timeout", "1s"),
+		exited: make(chan struct{}),
+	}
 	stderr, err := p.cmd.StderrPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -66,7 +77,7 @@ func startReplica(t *testing.T, bin string) *replicaProcess {
 		t.Fatal(err)
 	}
 	t.Cleanup(p.kill)
-	found := make(chan string, 1)
+	found := make(chan []string, 2)
 	go func() {
 		defer close(p.exited)
 		lines := bufio.NewScanner(stderr)
@@ -74,19 +85,30 @@ func startReplica(t *testing.T, bin string) *replicaProcess {
 			p.mu.Lock()
 			p.log.WriteString(lines.Text() + "\n")
 			p.mu.Unlock()
-			if m := servingGRPC.FindStringSubmatch(lines.Text()); m != nil {
-				found <- m[1]
+			if m := serving.FindStringSubmatch(lines.Text()); m != nil {
+				select {
+				case found <- m[1:]:
+				default:
+				}
 			}
 		}
 		_, _ = io.Copy(io.Discard, stderr)
 		_ = p.cmd.Wait()
 	}()
-	select {
-	case p.address = <-found:
-	case <-p.exited:
-		t.Fatalf("tributary serve exited before serving:\n%s", p.logText())
-	case <-time.After(30 * time.Second):
-		t.Fatalf("tributary serve named no address within 30s:\n%s", p.logText())
+	timeout := time.After(30 * time.Second)
+	for p.address == "" || p.xdsAddress == "" {
+		select {
+		case m := <-found:
+			if m[0] == "gRPC" {
+				p.address = m[1]
+			} else {
+				p.xdsAddress = m[1]
+			}
+		case <-p.exited:
+			t.Fatalf("tributary serve exited before serving:\n%s", p.logText())
+		case <-timeout:
+			t.Fatalf("tributary serve named no gRPC and xDS addresses within 30s:\n%s", p.logText())
+		}
 	}
 	return p
 }
@@ -165,6 +187,8 @@ func viewState(v client.View) state {
 func TestReplicatedAdapterFailover(t *testing.T) {
 	bin := buildTributary(t)
 	first, second := startReplica(t, bin), startReplica(t, bin)
+	// An Envoy on each replica, as Envoys connect to any of them.
+	envoys := map[string]*xdsWatcher{first.address: watchXDS(t, first.xdsAddress), second.address: watchXDS(t, second.xdsAddress)}
 	dns := &fakeDNS{}
 	dns.set(first.address, second.address)
 
@@ -180,7 +204,7 @@ func TestReplicatedAdapterFailover(t *testing.T) {
 	logger := slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	ca1, ca2 := newCA(t, "authz CA 1"), newCA(t, "authz CA 2")
 	sink := newCaches()
-	a, err := contour.NewReplicatedAdapter(t.Context(), nil, contour.ReplicaOptions{
+	a, err := contour.NewReplicatedAdapter(t.Context(), &contour.Config{XDSClusterName: "tributary"}, contour.ReplicaOptions{
 		AdapterOptions: contour.AdapterOptions{
 			Clusters: sink, Endpoints: sink, Statuses: sink,
 			Debounce:    -1, // every step ends with an explicit Flush
@@ -189,6 +213,10 @@ func TestReplicatedAdapterFailover(t *testing.T) {
 		Resolve:         dns.resolve,
 		ResolveInterval: 10 * time.Millisecond,
 		Logger:          logger,
+		XDSNodeGroup:    xdsNode.GetCluster(),
+		OnXDSNack: func(replica string, n *tributaryv1.XdsNack) {
+			t.Errorf("replica %s: an xDS client rejected %v: %s", replica, n.GetResourceNames(), n.GetErrorDetail())
+		},
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -216,9 +244,13 @@ func TestReplicatedAdapterFailover(t *testing.T) {
 			wantAddrs = append(wantAddrs, p.address)
 		}
 		slices.Sort(wantAddrs)
-		awaitReplicas(t, name, a, wantAddrs, want)
+		awaitReplicas(t, name, a, envoys, wantAddrs, want)
 	}
 	one := func(c *clusterv3.Cluster, cla *endpointv3.ClusterLoadAssignment, st *tributaryv1.ExtensionServiceStatus) state {
+		// Envoy fetches the endpoints from Tributary, through its
+		// bootstrap cluster "tributary".
+		eds := c.GetEdsClusterConfig().GetEdsConfig().GetApiConfigSource().GetGrpcServices()[0].GetEnvoyGrpc()
+		eds.ClusterName, eds.Authority = "tributary", "tributary"
 		return state{
 			clusters: map[string]*clusterv3.Cluster{clusterName: c},
 			clas:     map[string]*endpointv3.ClusterLoadAssignment{clusterName: cla},
@@ -275,8 +307,9 @@ func TestReplicatedAdapterFailover(t *testing.T) {
 	// object set at once and converges with no Flush. The caches get
 	// nothing: their replica did not change.
 	replacement := startReplica(t, bin)
+	envoys[replacement.address] = watchXDS(t, replacement.xdsAddress)
 	dns.set(survivor.address, replacement.address)
-	awaitReplicas(t, "replacement started", a, slices.Sorted(slices.Values([]string{survivor.address, replacement.address})), afterRollout)
+	awaitReplicas(t, "replacement started", a, envoys, slices.Sorted(slices.Values([]string{survivor.address, replacement.address})), afterRollout)
 	if calls := sink.takeCalls(); len(calls) != 0 {
 		t.Errorf("calls when the replacement joined: %q", calls)
 	}
@@ -304,9 +337,10 @@ func TestReplicatedAdapterFailover(t *testing.T) {
 	}
 }
 
-// awaitReplicas waits until the adapter knows exactly the replicas at addrs
-// and each one's output is want.
-func awaitReplicas(t *testing.T, name string, a *contour.ReplicatedAdapter, addrs []string, want state) {
+// awaitReplicas waits until the adapter knows exactly the replicas at addrs,
+// each one's output is want, and each serves want's Clusters and
+// ClusterLoadAssignments to its Envoy.
+func awaitReplicas(t *testing.T, name string, a *contour.ReplicatedAdapter, envoys map[string]*xdsWatcher, addrs []string, want state) {
 	t.Helper()
 	if addrs == nil {
 		return
@@ -325,6 +359,13 @@ func awaitReplicas(t *testing.T, name string, a *contour.ReplicatedAdapter, addr
 			}
 			if d := cmp.Diff(want, viewState(v), cmp.AllowUnexported(state{}), protocmp.Transform(), cmpopts.EquateEmpty()); d != "" {
 				diffs = append(diffs, fmt.Sprintf("replica %s (-want +got):\n%s", addr, d))
+			}
+			served, err := envoys[addr].state()
+			if err != nil {
+				t.Fatalf("%s: replica %s: xDS stream: %v", name, addr, err)
+			}
+			if d := cmp.Diff(servedOverXDS(want), served, cmp.AllowUnexported(state{}), protocmp.Transform(), cmpopts.EquateEmpty()); d != "" {
+				diffs = append(diffs, fmt.Sprintf("replica %s over xDS (-want +got):\n%s", addr, d))
 			}
 		}
 		if len(diffs) == 0 {
@@ -450,4 +491,123 @@ func TestLookupReplicas(t *testing.T) {
 	if got, err := contour.LookupReplicas(r, "missing.tributary.svc.cluster.local.", "8081")(ctx); err == nil {
 		t.Errorf("a name with no records gave %v and no error", got)
 	}
+}
+
+// xdsNode is the node an Envoy of Contour's example installation sends:
+// Contour starts it with --service-cluster $(CONTOUR_NAMESPACE).
+var xdsNode = &corev3.Node{Id: "envoy-7d9f", Cluster: "projectcontour"}
+
+// xdsWatcher is an Envoy's view of one replica's xDS server: one State of
+// the World ADS stream subscribed to every Cluster and to the
+// ClusterLoadAssignment of ext-authz, ACKing each response and keeping
+// what it accepted.
+type xdsWatcher struct {
+	mu       sync.Mutex
+	clusters map[string]*clusterv3.Cluster
+	clas     map[string]*endpointv3.ClusterLoadAssignment
+	err      error
+}
+
+// watchXDS opens the stream to the xDS server at addr until the test ends.
+func watchXDS(t *testing.T, addr string) *xdsWatcher {
+	t.Helper()
+	conn, err := grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	w := &xdsWatcher{clusters: map[string]*clusterv3.Cluster{}, clas: map[string]*endpointv3.ClusterLoadAssignment{}}
+	done := make(chan struct{})
+	t.Cleanup(func() {
+		cancel()
+		<-done
+		conn.Close()
+	})
+	go func() {
+		defer close(done)
+		err := w.run(ctx, discoveryv3.NewAggregatedDiscoveryServiceClient(conn))
+		w.mu.Lock()
+		w.err = err
+		w.mu.Unlock()
+	}()
+	return w
+}
+
+func (w *xdsWatcher) run(ctx context.Context, ads discoveryv3.AggregatedDiscoveryServiceClient) error {
+	st, err := ads.StreamAggregatedResources(ctx)
+	if err != nil {
+		return err
+	}
+	names := map[string][]string{resourcev3.ClusterType: nil, resourcev3.EndpointType: {clusterName}}
+	for i, typeURL := range []string{resourcev3.ClusterType, resourcev3.EndpointType} {
+		req := &discoveryv3.DiscoveryRequest{TypeUrl: typeURL, ResourceNames: names[typeURL]}
+		if i == 0 {
+			req.Node = xdsNode
+		}
+		if err := st.Send(req); err != nil {
+			return err
+		}
+	}
+	for {
+		resp, err := st.Recv()
+		if err != nil {
+			return err
+		}
+		clusters := map[string]*clusterv3.Cluster{}
+		clas := map[string]*endpointv3.ClusterLoadAssignment{}
+		for _, r := range resp.GetResources() {
+			switch resp.GetTypeUrl() {
+			case resourcev3.ClusterType:
+				c := &clusterv3.Cluster{}
+				if err := r.UnmarshalTo(c); err != nil {
+					return err
+				}
+				clusters[c.GetName()] = c
+			case resourcev3.EndpointType:
+				cla := &endpointv3.ClusterLoadAssignment{}
+				if err := r.UnmarshalTo(cla); err != nil {
+					return err
+				}
+				clas[cla.GetClusterName()] = cla
+			}
+		}
+		if err := st.Send(&discoveryv3.DiscoveryRequest{
+			TypeUrl: resp.GetTypeUrl(), ResourceNames: names[resp.GetTypeUrl()],
+			VersionInfo: resp.GetVersionInfo(), ResponseNonce: resp.GetNonce(),
+		}); err != nil {
+			return err
+		}
+		w.mu.Lock()
+		// State of the World: a Cluster response holds every Cluster, a
+		// ClusterLoadAssignment response those that changed.
+		if resp.GetTypeUrl() == resourcev3.ClusterType {
+			w.clusters = clusters
+		} else {
+			maps.Copy(w.clas, clas)
+		}
+		w.mu.Unlock()
+	}
+}
+
+// state returns the resources accepted so far, and the stream's error.
+func (w *xdsWatcher) state() (state, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return state{clusters: maps.Clone(w.clusters), clas: maps.Clone(w.clas)}, w.err
+}
+
+// servedOverXDS is what an xDS server that serves want's Clusters and
+// ClusterLoadAssignments on one ADS stream sends: the Clusters' EDS config
+// names that stream ("ads") instead of the translator's xDS cluster.
+func servedOverXDS(want state) state {
+	out := state{clusters: map[string]*clusterv3.Cluster{}, clas: want.clas}
+	for name, c := range want.clusters {
+		c = proto.CloneOf(c)
+		c.GetEdsClusterConfig().EdsConfig = &corev3.ConfigSource{
+			ResourceApiVersion:    corev3.ApiVersion_V3,
+			ConfigSourceSpecifier: &corev3.ConfigSource_Ads{Ads: &corev3.AggregatedConfigSource{}},
+		}
+		out.clusters[name] = c
+	}
+	return out
 }
