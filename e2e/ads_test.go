@@ -280,7 +280,7 @@ func (s adsState) get(typeURL, name string) proto.Message { return s.resources[t
 // that state. It fails the test at timeout or when the stream ends.
 func (w *adsWatcher) waitFor(tb testing.TB, what string, timeout time.Duration, ready func(adsState) bool) adsState {
 	tb.Helper()
-	s, err := w.await(timeout, ready)
+	s, err := w.await(timeout, ready, true)
 	if err != nil {
 		tb.Fatalf("%s ADS watcher, waiting for %s: %v", w.mode, what, err)
 	}
@@ -288,15 +288,20 @@ func (w *adsWatcher) waitFor(tb testing.TB, what string, timeout time.Duration, 
 }
 
 // await is waitFor without the test: it returns an error at timeout or
-// when the stream has ended.
-func (w *adsWatcher) await(timeout time.Duration, ready func(adsState) bool) (adsState, error) {
+// when the stream has ended. Without snapshot, the state it returns holds
+// only the time it was reached: copying a large state is left to callers
+// that need it.
+func (w *adsWatcher) await(timeout time.Duration, ready func(adsState) bool, snapshot bool) (adsState, error) {
 	timer := time.NewTimer(timeout)
 	defer timer.Stop()
 	for {
 		w.mu.Lock()
 		s := adsState{resources: w.resources, acked: w.acked, at: w.at}
 		ok := ready(s)
-		if ok || w.err != nil {
+		if !snapshot {
+			s.resources, s.acked = nil, nil
+		}
+		if snapshot && (ok || w.err != nil) {
 			// A copy: the watcher goes on changing its own maps.
 			s.resources = make(map[string]map[string]proto.Message, len(w.resources))
 			for t, m := range w.resources {

@@ -135,7 +135,7 @@ func start(tb testing.TB, name string, env []string, args ...string) *process {
 	}()
 	tb.Cleanup(func() {
 		p.stop(5 * time.Second)
-		if tb.Failed() {
+		if tb.Failed() && p.stderr.String() != "" {
 			tb.Logf("%s (pid %d) stderr, last lines:\n%s", name, cmd.Process.Pid, p.stderr.tail(40))
 		}
 	})

@@ -161,11 +161,14 @@ func TestWeightedSplit(t *testing.T) {
 type tributaryProcess struct {
 	process                 *process
 	grpcAddress, xdsAddress string
+	// metricsAddress is empty unless the process serves metrics.
+	metricsAddress string
 }
 
 var (
-	servingGRPC = regexp.MustCompile(`msg="serving gRPC" address=(\S+)`)
-	servingXDS  = regexp.MustCompile(`msg="serving xDS" address=(\S+)`)
+	servingGRPC    = regexp.MustCompile(`msg="serving gRPC" address=(\S+)`)
+	servingXDS     = regexp.MustCompile(`msg="serving xDS" address=(\S+)`)
+	servingMetrics = regexp.MustCompile(`msg="serving metrics" address=(\S+)`)
 )
 
 // startTributary runs tributary serve on the given addresses (port 0 picks

@@ -1,0 +1,268 @@
+package e2e
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"net/http"
+	"os"
+	"runtime"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
+	endpointv3 "github.com/envoyproxy/go-control-plane/envoy/config/endpoint/v3"
+	resourcev3 "github.com/envoyproxy/go-control-plane/pkg/resource/v3"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/protobuf/proto"
+
+	tributaryv1 "github.com/tributary-dev/tributary/gen/go/tributary/v1"
+	"github.com/tributary-dev/tributary/internal/workload"
+	"github.com/tributary-dev/tributary/source"
+)
+
+// The benchmark's size: benchExtensionServices ExtensionServices of the
+// standard workload, each with two Services of benchEndpoints endpoints
+// (200,000 endpoints in all). Fewer endpoints than the in-process Sync
+// benchmark's 100 per Service: every xDS client here receives the whole
+// set, and at 100 a State-of-the-World client's first response alone would
+// be about 100 MB.
+const (
+	benchExtensionServices = 10000
+	benchEndpoints         = 10
+	benchNodeGroup         = "bench"
+)
+
+// BenchmarkSyncToXDSAck measures what one pod coming or going costs end to
+// end: a tributary serve process publishes the standard workload of 10,000
+// ExtensionServices to an xDS node group, and two ADS clients of that group
+// (State of the World and Delta, each subscribed to all 10,000
+// ClusterLoadAssignments) are connected. Each iteration upserts one
+// EndpointSlice with one endpoint changed through the Go Sync client and
+// waits until both xDS clients have received the new ClusterLoadAssignment
+// and sent their ACK. Besides ns/op (the slower of the two, plus the Sync
+// answer) it reports, per client, the median and 99th percentile of the
+// time from the Upsert to the ACK, the same for the Sync answer itself, and
+// the server's resident memory and Go heap once loaded (from /proc and its
+// own metrics).
+func BenchmarkSyncToXDSAck(b *testing.B) {
+	srv := startTributaryWithMetrics(b)
+	objs := workload.Standard(benchExtensionServices, benchEndpoints)
+	extensionServices, services, endpointSlices := workloadObjects(objs)
+	clusterNames := make([]string, len(objs.ExtensionServices))
+	for i, es := range objs.ExtensionServices {
+		clusterNames[i] = "extension/" + es.Namespace + "/" + es.Name
+	}
+
+	conn, nacks := dialSync(b, srv.grpcAddress, publication{nodeGroup: benchNodeGroup})
+	session := openSync(b, conn)
+	// Load in batches of whole ExtensionServices (ExtensionService i owns
+	// Services and EndpointSlices 2i and 2i+1), each well under the
+	// message size limit.
+	const perBatch = 500
+	for lo := 0; lo < len(extensionServices); lo += perBatch {
+		hi := min(lo+perBatch, len(extensionServices))
+		session.Upsert(extensionServices[lo:hi]...)
+		session.Upsert(services[2*lo : 2*hi]...)
+		session.Upsert(endpointSlices[2*lo : 2*hi]...)
+		flush(b, session)
+	}
+	if got := len(session.View().ClusterLoadAssignments); got != benchExtensionServices {
+		b.Fatalf("the session holds %d ClusterLoadAssignments, want %d", got, benchExtensionServices)
+	}
+
+	xdsConn, err := grpc.NewClient(srv.xdsAddress, grpc.WithTransportCredentials(insecure.NewCredentials()),
+		grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(1<<30)))
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { xdsConn.Close() })
+	modes := []adsMode{stateOfTheWorld, delta}
+	watchers := make([]*adsWatcher, len(modes))
+	for i, mode := range modes {
+		node := &corev3.Node{Id: "bench-" + string(mode), Cluster: benchNodeGroup}
+		watchers[i] = watchADS(b.Context(), b, xdsConn, mode, node, map[string][]string{resourcev3.EndpointType: clusterNames})
+	}
+	for _, w := range watchers {
+		w.waitFor(b, "every ClusterLoadAssignment", 5*time.Minute, func(s adsState) bool {
+			return len(s.resources[resourcev3.EndpointType]) == benchExtensionServices
+		})
+	}
+	// Read now, reported after the loop (b.Loop drops earlier metrics).
+	rss, heap := srv.memory(b)
+
+	// Change every tenth slice in turn, so that no one object stays hot.
+	type churned struct {
+		slice   *tributaryv1.KubernetesObject
+		cluster string
+	}
+	var churn []churned
+	for i := 0; i < len(endpointSlices); i += 10 {
+		churn = append(churn, churned{endpointSlices[i], clusterNames[i/2]})
+	}
+	extensionServices, services, endpointSlices, objs = nil, nil, nil, nil
+	runtime.GC()
+
+	ackTimes := make([][]time.Duration, len(watchers))
+	var answerTimes []time.Duration
+	pod := uint32(2 * benchExtensionServices * benchEndpoints) // past the workload's pods
+	i := 0
+	for b.Loop() {
+		c := &churn[i%len(churn)]
+		i++
+		next := proto.CloneOf(c.slice) // the session keeps what it is given
+		address := workload.PodAddress(pod).String()
+		pod++
+		next.GetEndpointSlice().Endpoints[0].Addresses[0] = address
+		c.slice = next
+
+		start := time.Now()
+		session.Upsert(next)
+		flushed := make(chan error, 1)
+		go func() {
+			err := session.Flush(context.Background())
+			answerTimes = append(answerTimes, time.Since(start))
+			flushed <- err
+		}()
+		for j, w := range watchers {
+			s, err := w.await(30*time.Second, func(s adsState) bool {
+				return holdsAddress(s.get(resourcev3.EndpointType, c.cluster), address)
+			}, false)
+			if err != nil {
+				b.Fatalf("%s client, waiting for %s in %s: %v", w.mode, address, c.cluster, err)
+			}
+			ackTimes[j] = append(ackTimes[j], s.at.Sub(start))
+		}
+		if err := <-flushed; err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.StopTimer()
+	b.ReportMetric(float64(rss)/(1<<20), "server-rss-MiB")
+	b.ReportMetric(float64(heap)/(1<<20), "server-heap-MiB")
+	slices.Sort(answerTimes)
+	b.ReportMetric(percentile(answerTimes, 0.50), "sync-answer-p50-ns")
+	b.ReportMetric(percentile(answerTimes, 0.99), "sync-answer-p99-ns")
+	for j, w := range watchers {
+		slices.Sort(ackTimes[j])
+		b.ReportMetric(percentile(ackTimes[j], 0.50), string(w.mode)+"-ack-p50-ns")
+		b.ReportMetric(percentile(ackTimes[j], 0.99), string(w.mode)+"-ack-p99-ns")
+	}
+	if n := nacks.all(); len(n) > 0 {
+		b.Fatalf("xDS clients NACKed: %v", n)
+	}
+}
+
+func percentile(sorted []time.Duration, p float64) float64 {
+	return float64(sorted[int(p*float64(len(sorted)-1))].Nanoseconds())
+}
+
+// holdsAddress reports whether m is a ClusterLoadAssignment with an
+// endpoint at address.
+func holdsAddress(m proto.Message, address string) bool {
+	cla, _ := m.(*endpointv3.ClusterLoadAssignment)
+	for _, l := range cla.GetEndpoints() {
+		for _, e := range l.GetLbEndpoints() {
+			if e.GetEndpoint().GetAddress().GetSocketAddress().GetAddress() == address {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// startTributaryWithMetrics runs tributary serve with xDS and metrics on
+// loopback ports.
+func startTributaryWithMetrics(tb testing.TB) *tributaryProcess {
+	tb.Helper()
+	p := start(tb, "tributary", nil, "serve", "--address", "127.0.0.1:0", "--xds-address", "127.0.0.1:0",
+		"--metrics-address", "127.0.0.1:0", "--shutdown-timeout", "1s")
+	return &tributaryProcess{
+		process:        p,
+		grpcAddress:    p.waitStderr(tb, servingGRPC, 30*time.Second)[1],
+		xdsAddress:     p.waitStderr(tb, servingXDS, 30*time.Second)[1],
+		metricsAddress: p.waitStderr(tb, servingMetrics, 30*time.Second)[1],
+	}
+}
+
+// memory returns the server's resident set (VmRSS) and Go heap in use
+// (go_memstats_heap_inuse_bytes from its metrics), in bytes.
+func (p *tributaryProcess) memory(tb testing.TB) (rss, heap uint64) {
+	tb.Helper()
+	status, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", p.process.cmd.Process.Pid))
+	if err != nil {
+		tb.Fatal(err)
+	}
+	for line := range strings.SplitSeq(string(status), "\n") {
+		if v, ok := strings.CutPrefix(line, "VmRSS:"); ok {
+			kb, err := strconv.ParseUint(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(v), "kB")), 10, 64)
+			if err != nil {
+				tb.Fatalf("VmRSS %q: %v", v, err)
+			}
+			rss = kb << 10
+		}
+	}
+	resp, err := http.Get("http://" + p.metricsAddress + "/metrics")
+	if err != nil {
+		tb.Fatal(err)
+	}
+	defer resp.Body.Close()
+	sc := bufio.NewScanner(resp.Body)
+	for sc.Scan() {
+		if v, ok := strings.CutPrefix(sc.Text(), "go_memstats_heap_inuse_bytes "); ok {
+			f, err := strconv.ParseFloat(v, 64)
+			if err != nil {
+				tb.Fatalf("go_memstats_heap_inuse_bytes %q: %v", v, err)
+			}
+			heap = uint64(f)
+		}
+	}
+	if rss == 0 || heap == 0 {
+		tb.Fatalf("server memory not found: rss %d, heap %d", rss, heap)
+	}
+	return rss, heap
+}
+
+// workloadObjects converts a workload into API objects, in its order. It
+// covers the fields workload.Standard sets.
+func workloadObjects(objs *source.Objects) (extensionServices, services, endpointSlices []*tributaryv1.KubernetesObject) {
+	meta := func(m source.Meta) *tributaryv1.ObjectMeta {
+		return &tributaryv1.ObjectMeta{Namespace: m.Namespace, Name: m.Name, Generation: m.Generation, Labels: m.Labels}
+	}
+	for _, es := range objs.ExtensionServices {
+		spec := &tributaryv1.ExtensionServiceSpec{Protocol: es.Spec.Protocol}
+		for _, t := range es.Spec.Services {
+			spec.Services = append(spec.Services, &tributaryv1.ExtensionServiceTarget{Name: t.Name, Port: t.Port, Weight: t.Weight})
+		}
+		extensionServices = append(extensionServices, &tributaryv1.KubernetesObject{Kind: &tributaryv1.KubernetesObject_ExtensionService{
+			ExtensionService: &tributaryv1.ExtensionService{Metadata: meta(es.Meta), Spec: spec},
+		}})
+	}
+	for _, svc := range objs.Services {
+		spec := &tributaryv1.ServiceSpec{Type: svc.Type}
+		for _, p := range svc.Ports {
+			spec.Ports = append(spec.Ports, &tributaryv1.ServicePort{Name: p.Name, Port: p.Port, TargetPort: p.TargetPort, Protocol: p.Protocol})
+		}
+		services = append(services, &tributaryv1.KubernetesObject{Kind: &tributaryv1.KubernetesObject_Service{
+			Service: &tributaryv1.Service{Metadata: meta(svc.Meta), Spec: spec},
+		}})
+	}
+	for _, s := range objs.EndpointSlices {
+		slice := &tributaryv1.EndpointSlice{Metadata: meta(s.Meta), AddressType: s.AddressType}
+		for _, p := range s.Ports {
+			slice.Ports = append(slice.Ports, &tributaryv1.EndpointPort{Name: p.Name, Port: p.Port, Protocol: p.Protocol})
+		}
+		for _, e := range s.Endpoints {
+			slice.Endpoints = append(slice.Endpoints, &tributaryv1.Endpoint{
+				Addresses:  slices.Clone(e.Addresses),
+				Conditions: &tributaryv1.EndpointConditions{Ready: e.Ready, Serving: e.Serving, Terminating: e.Terminating},
+			})
+		}
+		endpointSlices = append(endpointSlices, &tributaryv1.KubernetesObject{Kind: &tributaryv1.KubernetesObject_EndpointSlice{EndpointSlice: slice}})
+	}
+	return extensionServices, services, endpointSlices
+}
