@@ -59,7 +59,7 @@ const serviceTypeExternalName = "ExternalName"
 func (b *Builder) build(es *source.ExtensionService, st *Status) *ExtensionCluster {
 	cond := &st.Condition
 	ec := &ExtensionCluster{
-		Name:           extensionClusterName(es.Namespace, es.Name),
+		Name:           ClusterName(es.Namespace, es.Name),
 		XDSClusterName: b.settings.XDSClusterName,
 		ConnectTimeout: b.settings.ConnectTimeout,
 	}
@@ -104,7 +104,7 @@ func (b *Builder) build(es *source.ExtensionService, st *Status) *ExtensionClust
 			if errors.Is(err, errNotDelegated) {
 				cond.AddError(SubConditionTLS, ReasonCACertificateNotDelegated,
 					fmt.Sprintf("service.UpstreamValidation.CACertificate Secret %q is not configured for certificate delegation",
-						caSecretName(v.CASecret, es.Namespace).String()))
+						CASecretName(v.CASecret, es.Namespace).String()))
 			} else {
 				cond.AddError(SubConditionSpec, ReasonTLSUpstreamValidation, "TLS upstream validation policy error: "+err.Error())
 			}
@@ -146,11 +146,11 @@ func (b *Builder) build(es *source.ExtensionService, st *Status) *ExtensionClust
 	return ec
 }
 
-// extensionClusterName is the Cluster name of an ExtensionService. Being
-// derived from the namespaced name alone, it is unique and stays the same
-// when the spec changes, so Envoy updates the Cluster rather than
-// replacing it.
-func extensionClusterName(namespace, name string) string {
+// ClusterName is the name of the Cluster and ClusterLoadAssignment of an
+// ExtensionService. Being derived from the namespaced name alone, it is
+// unique and stays the same when the spec changes, so Envoy updates the
+// Cluster rather than replacing it.
+func ClusterName(namespace, name string) string {
 	return "extension/" + namespace + "/" + name
 }
 

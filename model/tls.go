@@ -127,7 +127,7 @@ type upstreamValidation struct {
 // names. An error wrapping errNotDelegated means the CA Secret was not
 // delegated; any other error is a policy error with Contour's wording.
 func (b *Builder) lookupUpstreamValidation(v *source.UpstreamValidation, namespace string) (upstreamValidation, error) {
-	caName := caSecretName(v.CASecret, namespace)
+	caName := CASecretName(v.CASecret, namespace)
 	ca, err := b.lookupCASecret(caName, namespace)
 	if err != nil {
 		if errors.Is(err, errNotDelegated) {
@@ -159,9 +159,9 @@ func (b *Builder) lookupUpstreamValidation(v *source.UpstreamValidation, namespa
 	return upstreamValidation{caCertificate: ca, subjectNames: names}, nil
 }
 
-// caSecretName reads "name" or "namespace/name"; a missing namespace means
-// the ExtensionService's own.
-func caSecretName(ref, namespace string) source.NamespacedName {
+// CASecretName reads spec.validation.caSecret: "name" or "namespace/name";
+// a missing namespace means the ExtensionService's own.
+func CASecretName(ref, namespace string) source.NamespacedName {
 	ns, name, found := strings.Cut(ref, "/")
 	if !found {
 		ns, name = "", ref

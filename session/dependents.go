@@ -1,8 +1,7 @@
 package session
 
 import (
-	"strings"
-
+	"github.com/tributary-dev/tributary/model"
 	"github.com/tributary-dev/tributary/source"
 )
 
@@ -119,24 +118,11 @@ func readsOf(es *source.ExtensionService) reads {
 		r.targets = append(r.targets, source.NamespacedName{Namespace: es.Namespace, Name: t.Name})
 	}
 	if v := es.Spec.Validation; v != nil {
-		ca := caSecretName(v.CASecret, es.Namespace)
+		ca := model.CASecretName(v.CASecret, es.Namespace)
 		r.caSecret = &ca
 		if ca.Namespace != es.Namespace {
 			r.delegationNamespace = &ca.Namespace
 		}
 	}
 	return r
-}
-
-// caSecretName reads spec.validation.caSecret as package model does: "name"
-// or "namespace/name", where an empty namespace means the ExtensionService's.
-func caSecretName(ref, namespace string) source.NamespacedName {
-	ns, name, found := strings.Cut(ref, "/")
-	if !found {
-		ns, name = "", ref
-	}
-	if ns == "" {
-		ns = namespace
-	}
-	return source.NamespacedName{Namespace: ns, Name: name}
 }

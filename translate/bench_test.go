@@ -4,18 +4,19 @@ import (
 	"fmt"
 	"testing"
 
+	"github.com/tributary-dev/tributary/internal/workload"
 	"github.com/tributary-dev/tributary/source"
 	"github.com/tributary-dev/tributary/translate"
 )
 
 // BenchmarkTranslate runs the whole pipeline over the standard workload
-// (see standardWorkload): N ExtensionServices × 2 Services × M endpoints.
+// (see workload.Standard): N ExtensionServices × 2 Services × M endpoints.
 // Building the input is not timed.
 func BenchmarkTranslate(b *testing.B) {
 	for _, n := range []int{100, 1000, 10000} {
 		for _, m := range []int{10, 100} {
 			b.Run(fmt.Sprintf("N=%d/M=%d", n, m), func(b *testing.B) {
-				objs := standardWorkload(n, m)
+				objs := workload.Standard(n, m)
 				b.ReportAllocs()
 				b.ResetTimer()
 				for b.Loop() {
@@ -36,7 +37,7 @@ func BenchmarkTranslateReference(b *testing.B) {
 	for _, n := range []int{1000} {
 		for _, m := range []int{100} {
 			b.Run(fmt.Sprintf("N=%d/M=%d", n, m), func(b *testing.B) {
-				objs := standardWorkload(n, m)
+				objs := workload.Standard(n, m)
 				b.ReportAllocs()
 				b.ResetTimer()
 				for b.Loop() {

@@ -113,56 +113,93 @@ func translate(objs *source.Objects, settings source.Settings, encodeCLA claEnco
 
 // Build translates the given ExtensionServices against idx, spreading the work
 // over every CPU when there is enough of it; outcome i is for es[i]. idx must
-// not change until Build returns. Incremental callers (a Sync session) use it
-// to rebuild just the ExtensionServices a change touched.
+// not change until Build returns.
 func Build(idx *model.Index, settings source.Settings, es []*source.ExtensionService) []Outcome {
 	return build(idx, settings, es, encodeFast)
 }
 
-// minPerWorker keeps small rebuilds on the calling goroutine, where starting
+// minPerWorker keeps small sets on the calling goroutine, where starting
 // workers would cost more than it saves.
 const minPerWorker = 64
 
 func build(idx *model.Index, settings source.Settings, es []*source.ExtensionService, encodeCLA claEncoder) []Outcome {
 	outcomes := make([]Outcome, len(es))
 	workers := min(runtime.GOMAXPROCS(0), max(1, len(es)/minPerWorker))
-	if workers == 1 {
-		b := model.NewBuilder(idx, settings)
-		for i := range es {
-			outcomes[i] = translateOne(b, es[i], encodeCLA)
-		}
-		return outcomes
-	}
 	var wg sync.WaitGroup
 	for w := range workers {
 		lo, hi := w*len(es)/workers, (w+1)*len(es)/workers
-		wg.Go(func() {
-			b := model.NewBuilder(idx, settings)
+		run := func() {
+			b := newBuilder(idx, settings, encodeCLA)
 			for i := lo; i < hi; i++ {
-				outcomes[i] = translateOne(b, es[i], encodeCLA)
+				outcomes[i] = b.Build(es[i])
 			}
-		})
+		}
+		if workers == 1 {
+			run()
+			break
+		}
+		wg.Go(run)
 	}
 	wg.Wait()
 	return outcomes
 }
 
-func translateOne(b *model.Builder, es *source.ExtensionService, encodeCLA claEncoder) Outcome {
-	ec, st := b.Build(es)
+// Builder translates ExtensionServices one at a time against an Index. It
+// keeps its memory from one call to the next, so an incremental caller (a
+// Sync session rebuilding the one ExtensionService a batch touched) pays
+// for the output alone. A Builder is not safe for concurrent use; the Index
+// must not change during a call.
+type Builder struct {
+	model     *model.Builder
+	marshal   proto.MarshalOptions
+	encodeCLA claEncoder
+}
+
+// NewBuilder returns a Builder over idx.
+func NewBuilder(idx *model.Index, settings source.Settings) *Builder {
+	return newBuilder(idx, settings, encodeFast)
+}
+
+func newBuilder(idx *model.Index, settings source.Settings, encodeCLA claEncoder) *Builder {
+	return &Builder{
+		model:     model.NewBuilder(idx, settings),
+		marshal:   proto.MarshalOptions{Deterministic: true},
+		encodeCLA: encodeCLA,
+	}
+}
+
+// Build translates es.
+func (b *Builder) Build(es *source.ExtensionService) Outcome {
+	return b.build(es, nil)
+}
+
+// RebuildEndpoints translates es after a change that cannot alter its
+// Cluster: only Services or EndpointSlices it targets changed. A Cluster
+// depends on nothing those hold, so when es is still valid its Outcome
+// carries cluster as it is instead of building and hashing it again.
+func (b *Builder) RebuildEndpoints(es *source.ExtensionService, cluster Resource) Outcome {
+	return b.build(es, &cluster)
+}
+
+func (b *Builder) build(es *source.ExtensionService, keep *Resource) Outcome {
+	ec, st := b.model.Build(es)
 	if ec == nil {
 		return Outcome{Status: st}
 	}
-	cluster, err := proto.MarshalOptions{Deterministic: true}.Marshal(envoy.BuildCluster(ec))
-	if err != nil {
-		// Unreachable: a Cluster built from a model always marshals.
-		panic(fmt.Sprintf("marshal Cluster %s: %v", ec.Name, err))
+	o := Outcome{Status: st}
+	if keep != nil {
+		o.Cluster = *keep
+	} else {
+		cluster, err := b.marshal.Marshal(envoy.BuildCluster(ec))
+		if err != nil {
+			// Unreachable: a Cluster built from a model always marshals.
+			panic(fmt.Sprintf("marshal Cluster %s: %v", ec.Name, err))
+		}
+		o.Cluster = Resource{Name: ec.Name, Version: version(cluster), Body: cluster}
 	}
-	cla := encodeCLA(nil, ec)
-	return Outcome{
-		Cluster:               Resource{Name: ec.Name, Version: version(cluster), Body: cluster},
-		ClusterLoadAssignment: Resource{Name: ec.Name, Version: version(cla), Body: cla},
-		Status:                st,
-	}
+	cla := b.encodeCLA(nil, ec)
+	o.ClusterLoadAssignment = Resource{Name: ec.Name, Version: version(cla), Body: cla}
+	return o
 }
 
 // version is a 64-bit content hash in hex: cheap next to encoding, and wide
