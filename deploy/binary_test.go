@@ -8,6 +8,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -15,6 +16,7 @@ import (
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
 )
 
 // The tests here hold the manifests to the binary they deploy: the
@@ -214,6 +216,10 @@ func TestContainerArgsServe(t *testing.T) {
 				t.Fatalf("%s probe: %v", p.name, err)
 			}
 		}
+		// The TLS flags are in effect on both gRPC ports.
+		checkMutualTLS(t, ports["address"], tlsDir)
+		checkMutualTLS(t, ports["xds-address"], tlsDir)
+
 		if err := proc.cmd.Process.Signal(syscall.SIGTERM); err != nil {
 			t.Fatal(err)
 		}
@@ -227,4 +233,46 @@ func TestContainerArgsServe(t *testing.T) {
 			}
 		}
 	})
+}
+
+// TestSessionLimitsFitMemory checks that the sessions the Deployment
+// allows, each at its byte limit, fit in the container's memory limit with
+// a fifth left for the xDS caches and the runtime: otherwise the kernel,
+// not the server's own limit, refuses the last session, and takes every
+// other session down with it.
+func TestSessionLimitsFitMemory(t *testing.T) {
+	eachBuild(t, func(t *testing.T, objs []object) {
+		d := one[*appsv1.Deployment](t, objs, "tributary")
+		args := serveArgs(t, d)
+		sessions, err := strconv.ParseInt(args["max-sessions"], 10, 64)
+		if err != nil {
+			t.Fatalf("--max-sessions=%q: %v (the default allows far more sessions than any pod holds)", args["max-sessions"], err)
+		}
+		perSession, err := parseByteSize(args["max-session-bytes"])
+		if err != nil {
+			t.Fatalf("--max-session-bytes=%q: %v", args["max-session-bytes"], err)
+		}
+		limit, ok := container(t, d).Resources.Limits[corev1.ResourceMemory]
+		if !ok {
+			t.Fatal("no memory limit")
+		}
+		if total := sessions * perSession; total*5 > limit.Value()*4 {
+			t.Errorf("%d sessions of %d bytes need %d bytes, over 80%% of the %s memory limit", sessions, perSession, total, limit.String())
+		}
+	})
+}
+
+// parseByteSize reads a size as the binary's size flags take it: bytes, or
+// a number with a KiB, MiB or GiB suffix.
+func parseByteSize(s string) (int64, error) {
+	for _, u := range []struct {
+		suffix string
+		size   int64
+	}{{"GiB", 1 << 30}, {"MiB", 1 << 20}, {"KiB", 1 << 10}} {
+		if n, ok := strings.CutSuffix(s, u.suffix); ok {
+			v, err := strconv.ParseInt(n, 10, 64)
+			return v * u.size, err
+		}
+	}
+	return strconv.ParseInt(s, 10, 64)
 }

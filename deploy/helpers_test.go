@@ -5,6 +5,7 @@ import (
 	"crypto/ecdsa"
 	"crypto/elliptic"
 	"crypto/rand"
+	"crypto/tls"
 	"crypto/x509"
 	"crypto/x509/pkix"
 	"encoding/pem"
@@ -73,7 +74,9 @@ func rewriteArg(t *testing.T, arg, tlsDir string, ports map[string]string) strin
 }
 
 // writeTLSFiles writes what the tributary-tls Secret holds: a CA
-// (ca.crt) and a server certificate it signed (tls.crt, tls.key).
+// (ca.crt) and a server certificate it signed (tls.crt, tls.key), plus a
+// client certificate from the same CA (client.crt, client.key) with the
+// DNS SAN "contour", as Contour's certgen issues it.
 func writeTLSFiles(t *testing.T) string {
 	t.Helper()
 	dir := t.TempDir()
@@ -95,36 +98,86 @@ func writeTLSFiles(t *testing.T) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	serverKey, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	serverDER, err := x509.CreateCertificate(rand.Reader, &x509.Certificate{
-		SerialNumber: big.NewInt(2),
-		Subject:      pkix.Name{CommonName: "tributary"},
-		DNSNames:     []string{"tributary-sync.tributary.svc.cluster.local", "tributary-xds.tributary.svc"},
-		NotBefore:    now.Add(-time.Hour),
-		NotAfter:     now.Add(time.Hour),
-		KeyUsage:     x509.KeyUsageDigitalSignature,
-		ExtKeyUsage:  []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
-	}, caTemplate, &serverKey.PublicKey, caKey)
-	if err != nil {
-		t.Fatal(err)
-	}
-	keyDER, err := x509.MarshalPKCS8PrivateKey(serverKey)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for file, block := range map[string]*pem.Block{
-		"ca.crt":  {Type: "CERTIFICATE", Bytes: caDER},
-		"tls.crt": {Type: "CERTIFICATE", Bytes: serverDER},
-		"tls.key": {Type: "PRIVATE KEY", Bytes: keyDER},
+	writePEM(t, filepath.Join(dir, "ca.crt"), "CERTIFICATE", caDER)
+	for i, leaf := range []struct {
+		name  string
+		sans  []string
+		usage x509.ExtKeyUsage
+	}{
+		{"tls", []string{"tributary", "tributary-sync.tributary.svc.cluster.local"}, x509.ExtKeyUsageServerAuth},
+		{"client", []string{"contour"}, x509.ExtKeyUsageClientAuth},
 	} {
-		if err := os.WriteFile(filepath.Join(dir, file), pem.EncodeToMemory(block), 0o600); err != nil {
+		key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+		if err != nil {
 			t.Fatal(err)
 		}
+		der, err := x509.CreateCertificate(rand.Reader, &x509.Certificate{
+			SerialNumber: big.NewInt(int64(i + 2)),
+			Subject:      pkix.Name{CommonName: leaf.sans[0]},
+			DNSNames:     leaf.sans,
+			NotBefore:    now.Add(-time.Hour),
+			NotAfter:     now.Add(time.Hour),
+			KeyUsage:     x509.KeyUsageDigitalSignature,
+			ExtKeyUsage:  []x509.ExtKeyUsage{leaf.usage},
+		}, caTemplate, &key.PublicKey, caKey)
+		if err != nil {
+			t.Fatal(err)
+		}
+		keyDER, err := x509.MarshalPKCS8PrivateKey(key)
+		if err != nil {
+			t.Fatal(err)
+		}
+		writePEM(t, filepath.Join(dir, leaf.name+".crt"), "CERTIFICATE", der)
+		writePEM(t, filepath.Join(dir, leaf.name+".key"), "PRIVATE KEY", keyDER)
 	}
 	return dir
+}
+
+func writePEM(t *testing.T, path, blockType string, der []byte) {
+	t.Helper()
+	if err := os.WriteFile(path, pem.EncodeToMemory(&pem.Block{Type: blockType, Bytes: der}), 0o600); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// checkMutualTLS connects to addr as a gRPC client would, trusting the CA
+// of tlsDir and verifying the server name "tributary": with the client
+// certificate of tlsDir the server must accept the connection (it sends
+// HTTP/2 settings), without one it must refuse it.
+func checkMutualTLS(t *testing.T, addr, tlsDir string) {
+	t.Helper()
+	pool := x509.NewCertPool()
+	caPEM, err := os.ReadFile(filepath.Join(tlsDir, "ca.crt"))
+	if err != nil || !pool.AppendCertsFromPEM(caPEM) {
+		t.Fatalf("ca.crt: %v", err)
+	}
+	clientCert, err := tls.LoadX509KeyPair(filepath.Join(tlsDir, "client.crt"), filepath.Join(tlsDir, "client.key"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	firstByte := func(certs []tls.Certificate) error {
+		conn, err := tls.DialWithDialer(&net.Dialer{Timeout: 10 * time.Second}, "tcp", addr, &tls.Config{
+			RootCAs: pool, ServerName: "tributary", NextProtos: []string{"h2"}, Certificates: certs,
+		})
+		if err != nil {
+			return err
+		}
+		defer func() { _ = conn.Close() }()
+		if _, err := conn.Write([]byte("PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n")); err != nil {
+			return err
+		}
+		if err := conn.SetReadDeadline(time.Now().Add(10 * time.Second)); err != nil {
+			return err
+		}
+		_, err = conn.Read(make([]byte, 1))
+		return err
+	}
+	if err := firstByte([]tls.Certificate{clientCert}); err != nil {
+		t.Errorf("%s: a client with a certificate of the client CA was refused: %v", addr, err)
+	}
+	if err := firstByte(nil); err == nil {
+		t.Errorf("%s: a client without a certificate was served", addr)
+	}
 }
 
 // waitForOK polls url until it answers 200, as a kubelet probe would
