@@ -119,13 +119,14 @@ deploy-test: build ## the manifests in deploy/ and the Dockerfile, checked again
 	cd deploy && TRIBUTARY_BIN=$(CURDIR)/bin/tributary $(GO) test -race -count=1 -timeout $(TEST_TIMEOUT) ./...
 
 .PHONY: test
-test: tools ## everything CI checks: check-generated, vet, lint, go-test, node-test, python-test
+test: tools ## everything CI checks: check-generated, vet, lint, go-test, node-test, python-test, deploy-test
 	$(call stage,check-generated)
 	$(call stage,vet)
 	$(call stage,lint)
 	$(call stage,go-test)
 	$(call stage,node-test)
 	$(call stage,python-test)
+	$(call stage,deploy-test)
 
 ## Build and run
 
