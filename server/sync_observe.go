@@ -69,13 +69,12 @@ func (o *syncObserver) rejected(id uint64, p *problems) {
 func (o *syncObserver) answered(resp *tributaryv1.SyncResponse, covered uint64) {
 	delta := resp.GetDelta()
 	countSent(o.metrics, metrics.RPCSync, delta.GetClusters(), delta.GetClusterLoadAssignments())
-	if covered > 1 {
-		o.metrics.DeltasCoalesced(int(covered - 1))
-	}
+	merged := covered - 1 // every answer covers at least one batch
+	o.metrics.DeltasCoalesced(int(merged))
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	o.answers++
-	o.coalesced += covered - min(covered, 1)
+	o.coalesced += merged
 }
 
 // end records that the session ended, with err (nil when the client
