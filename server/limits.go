@@ -5,8 +5,6 @@ import (
 	"sync/atomic"
 
 	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/credentials"
-	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/status"
 
 	tributaryv1 "github.com/tributary-dev/tributary/gen/go/tributary/v1"
@@ -116,12 +114,4 @@ func (s *syncCall) decodeWithinLimits(pb *tributaryv1.SyncBatch, p *problems) *s
 	}
 	s.budget.held += growth
 	return b
-}
-
-// transportCredentials are creds, or plaintext when nil.
-func transportCredentials(creds credentials.TransportCredentials) credentials.TransportCredentials {
-	if creds == nil {
-		return insecure.NewCredentials()
-	}
-	return creds
 }

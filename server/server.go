@@ -115,7 +115,7 @@ func newGRPCServer(opts Options, translation tributaryv1.TranslationServiceServe
 		grpc.MaxRecvMsgSize(orDefault(opts.MaxRecvMsgSize, DefaultMaxMsgSize)),
 		grpc.MaxSendMsgSize(orDefault(opts.MaxSendMsgSize, DefaultMaxMsgSize)),
 		grpc.MaxConcurrentStreams(uint32(orDefault(opts.MaxConcurrentStreams, DefaultMaxConcurrentStreams))),
-		grpc.Creds(transportCredentials(opts.Credentials)),
+		grpc.Creds(opts.Credentials), // nil: plaintext
 		grpc.ConnectionTimeout(connectionTimeout),
 		grpc.KeepaliveParams(keepaliveParams),
 		grpc.KeepaliveEnforcementPolicy(keepalivePolicy),
