@@ -660,10 +660,11 @@ type SyncStart struct {
 	// A session that names a group on a server without xDS fails with
 	// FAILED_PRECONDITION.
 	XdsNodeGroup string `protobuf:"bytes,3,opt,name=xds_node_group,json=xdsNodeGroup,proto3" json:"xds_node_group,omitempty"`
-	// When true (and xds_node_group is set), every valid ExtensionService also
-	// gets a Listener named like its Cluster, for proxyless gRPC clients that
-	// dial xds:///<cluster name>: an api_listener whose HttpConnectionManager
-	// routes every request to the Cluster.
+	// When true, every valid ExtensionService also gets a Listener named like
+	// its Cluster, for proxyless gRPC clients that dial
+	// xds:///<cluster name>: an api_listener whose HttpConnectionManager
+	// routes every request to the Cluster. It needs xds_node_group: without
+	// one, the session fails with INVALID_ARGUMENT.
 	PublishListeners bool `protobuf:"varint,4,opt,name=publish_listeners,json=publishListeners,proto3" json:"publish_listeners,omitempty"`
 	unknownFields    protoimpl.UnknownFields
 	sizeCache        protoimpl.SizeCache

@@ -358,10 +358,11 @@ export declare type SyncStart = Message<"tributary.v1.SyncStart"> & {
   xdsNodeGroup: string;
 
   /**
-   * When true (and xds_node_group is set), every valid ExtensionService also
-   * gets a Listener named like its Cluster, for proxyless gRPC clients that
-   * dial xds:///<cluster name>: an api_listener whose HttpConnectionManager
-   * routes every request to the Cluster.
+   * When true, every valid ExtensionService also gets a Listener named like
+   * its Cluster, for proxyless gRPC clients that dial
+   * xds:///<cluster name>: an api_listener whose HttpConnectionManager
+   * routes every request to the Cluster. It needs xds_node_group: without
+   * one, the session fails with INVALID_ARGUMENT.
    *
    * @generated from field: bool publish_listeners = 4;
    */
