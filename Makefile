@@ -111,11 +111,12 @@ python-test: build ## the Python client's tests (client/python)
 
 # deploy-test builds the Kubernetes manifests with kustomize and checks them
 # (and the Dockerfile) against bin/tributary. deploy/ is a module of its own,
-# so kustomize's dependencies stay out of go.mod; it is vetted here because
-# `go vet ./...` at the root does not reach it.
+# so kustomize's dependencies stay out of go.mod; it is vetted and linted
+# here because `./...` at the root does not reach it.
 .PHONY: deploy-test
-deploy-test: build ## the manifests in deploy/ and the Dockerfile, checked against bin/tributary
+deploy-test: build bin/golangci-lint ## the manifests in deploy/ and the Dockerfile, checked against bin/tributary
 	cd deploy && $(GO) vet ./...
+	cd deploy && ../bin/golangci-lint run --config ../.golangci.yml ./...
 	cd deploy && TRIBUTARY_BIN=$(CURDIR)/bin/tributary $(GO) test -race -count=1 -timeout $(TEST_TIMEOUT) ./...
 
 .PHONY: test
