@@ -336,6 +336,18 @@ func (b *Builder) appendSliceEndpoints(es *source.EndpointSlice, portName string
 			continue
 		}
 		text := ep.Addresses[0]
+		if is4 {
+			// Nearly every address is a plain dotted quad: parse it
+			// without netip's general machinery.
+			if v4, ok := parseDottedQuad(text); ok {
+				idx := uint32(len(s.texts))
+				s.texts = append(s.texts, text)
+				for _, port := range s.ports {
+					s.candidates = append(s.candidates, newCandidate4(v4, port, idx))
+				}
+				continue
+			}
+		}
 		addr, err := netip.ParseAddr(text)
 		// A zone (fe80::1%eth0) is not part of an address Envoy can parse.
 		if err != nil || addr.Is4() != is4 || addr.Zone() != "" {
@@ -360,4 +372,38 @@ func (b *Builder) appendSliceEndpoints(es *source.EndpointSlice, portName string
 			"EndpointSlice %q has %d address(es) that are not valid %s addresses, first %q; they are skipped",
 			es.Namespace+"/"+es.Name, bad, family, firstBad))
 	}
+}
+
+// parseDottedQuad parses s as four decimal fields 0-255 without leading
+// zeros, returning the address as big-endian bits. It accepts exactly the
+// strings netip.ParseAddr reads as unzoned IPv4 addresses, giving the same
+// address, and returns false for everything else, which then takes the
+// general path (FuzzParseDottedQuad holds it to that).
+func parseDottedQuad(s string) (uint32, bool) {
+	var addr uint32
+	field, digits, fields := uint32(0), 0, 0
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		switch {
+		case c >= '0' && c <= '9':
+			if digits == 1 && field == 0 {
+				return 0, false // a leading zero
+			}
+			field = field*10 + uint32(c-'0')
+			digits++
+			if field > 255 {
+				return 0, false
+			}
+		case c == '.' && digits > 0 && fields < 3:
+			addr = addr<<8 | field
+			field, digits = 0, 0
+			fields++
+		default:
+			return 0, false
+		}
+	}
+	if digits == 0 || fields != 3 {
+		return 0, false
+	}
+	return addr<<8 | field, true
 }

@@ -507,3 +507,26 @@ func TestBuildLocalitiesOrdersLargeTargets(t *testing.T) {
 		})
 	}
 }
+
+// FuzzParseDottedQuad holds the IPv4 fast path to netip: whatever it
+// accepts, netip.ParseAddr reads as the same unzoned IPv4 address, and every
+// IPv4 address netip prints it accepts.
+func FuzzParseDottedQuad(f *testing.F) {
+	for _, s := range []string{
+		"10.0.0.1", "0.0.0.0", "255.255.255.255", "256.0.0.1", "01.2.3.4", "1.2.3", "1.2.3.4.5",
+		"1..2.3", ".1.2.3", "1.2.3.", "1.2.3.04", "1.2.3.4%eth0", "::ffff:1.2.3.4", "", "1.2.3.4 ", "999.1.1.1",
+	} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		v4, ok := parseDottedQuad(s)
+		addr, err := netip.ParseAddr(s)
+		netipIPv4 := err == nil && addr.Is4() && addr.Zone() == ""
+		if ok && (!netipIPv4 || addr.As4() != [4]byte{byte(v4 >> 24), byte(v4 >> 16), byte(v4 >> 8), byte(v4)}) {
+			t.Fatalf("parseDottedQuad(%q) = %08x, but netip gives %v, %v", s, v4, addr, err)
+		}
+		if netipIPv4 && addr.String() == s && !ok {
+			t.Fatalf("parseDottedQuad(%q) refused an address netip prints that way", s)
+		}
+	})
+}
