@@ -191,7 +191,7 @@ func waitForOK(url string, p *process) error {
 	for time.Now().Before(deadline) {
 		select {
 		case <-p.done:
-			return fmt.Errorf("tributary exited (%w) before GET %s answered 200; last answer: %w", p.err, url, last)
+			return fmt.Errorf("tributary exited (%s) before GET %s answered 200; last answer: %w", p.cmd.ProcessState, url, last)
 		default:
 		}
 		resp, err := client.Get(url)
