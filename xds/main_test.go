@@ -61,12 +61,14 @@ func (r *recorder) refusedSoFar() []string {
 	return slices.Clone(r.refused)
 }
 
+func quietLogger() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
+
 // startServer serves a Publisher on a loopback port until the test ends,
 // and returns it with a connection to it.
 func startServer(t *testing.T, opts xds.Options) (*xds.Publisher, *grpc.ClientConn) {
 	t.Helper()
 	if opts.Logger == nil {
-		opts.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+		opts.Logger = quietLogger()
 	}
 	p := xds.NewPublisher(opts)
 	s := grpc.NewServer()
