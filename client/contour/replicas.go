@@ -121,9 +121,10 @@ type ReplicaOptions struct {
 //
 // The sinks receive the output of one replica, the primary, so Contour
 // writes each status once. The primary is the first replica, by address,
-// whose connection is Ready and whose session has answered a Flush since it
-// joined (so it holds the complete object set); it stays primary while
-// that holds. When it fails, the next such replica becomes primary and the
+// whose connection is Ready and whose session has answered a flush since
+// it joined and since its connection was last lost (so its output is that
+// of the complete, current object set, not what it held before an
+// outage); it stays primary while that holds. When it fails, the next such replica becomes primary and the
 // sinks get the difference between what they have and its output, which is
 // nothing when the replicas agree. With no such replica the sinks keep what
 // they have.
@@ -216,6 +217,31 @@ func (r *ReplicatedAdapter) Primary() string {
 	return r.set.primary.address
 }
 
+// ReplicaStatus describes one replica.
+type ReplicaStatus struct {
+	Address string
+	// State is the state of the connection to the replica.
+	State connectivity.State
+	// Current reports whether the replica has answered a flush since it
+	// joined and since its connection was last lost: only a current
+	// replica with a Ready connection can be the primary.
+	Current bool
+	// Primary reports whether the sinks follow this replica.
+	Primary bool
+}
+
+// Replicas describes every known replica, sorted by address.
+func (r *ReplicatedAdapter) Replicas() []ReplicaStatus {
+	r.set.mu.Lock()
+	defer r.set.mu.Unlock()
+	out := make([]ReplicaStatus, 0, len(r.set.replicas))
+	for _, addr := range slices.Sorted(maps.Keys(r.set.replicas)) {
+		rep := r.set.replicas[addr]
+		out = append(out, ReplicaStatus{Address: addr, State: rep.conn.GetState(), Current: rep.answered, Primary: rep == r.set.primary})
+	}
+	return out
+}
+
 // Views returns each replica's last known output, by address.
 func (r *ReplicatedAdapter) Views() map[string]client.View {
 	r.set.mu.Lock()
@@ -288,12 +314,18 @@ type replica struct {
 	wg   sync.WaitGroup
 
 	// Guarded by replicaSet.mu. answered is set once a flush that began
-	// after the replica joined has been answered: from then on it holds
-	// the complete set. flushedGen is the gen that flush covered, flushErr
-	// its error.
+	// after the replica joined, and after its connection was last lost,
+	// has been answered: its output is then that of every object sent so
+	// far. A session that reconnects keeps showing the output it had until
+	// its new stream answers, and a Flush waits for that answer when the
+	// session has changes the replica missed. flushedGen is the gen the
+	// last flush covered, flushErr its error. lost counts the times the
+	// connection left Ready, so that a flush that spans a loss does not
+	// count.
 	answered   bool
 	flushedGen uint64
 	flushErr   error
+	lost       uint64
 }
 
 func (rs *replicaSet) Upsert(objs ...*tributaryv1.KubernetesObject) {
@@ -320,7 +352,10 @@ func (rs *replicaSet) Delete(refs ...*tributaryv1.ObjectReference) {
 
 // Flush asks every replica to flush, then waits until the primary has
 // answered a flush that covers this one, and returns that flush's error.
+// It first checks the primary itself, rather than relying on the
+// connection watchers having run since the last change.
 func (rs *replicaSet) Flush(ctx context.Context) error {
+	rs.elect()
 	rs.mu.Lock()
 	if rs.closed {
 		rs.mu.Unlock()
@@ -509,14 +544,17 @@ func (rs *replicaSet) flushLoop(ctx context.Context, r *replica) {
 			return
 		}
 		rs.mu.Lock()
-		gen := rs.gen
+		gen, lost := rs.gen, r.lost
 		rs.mu.Unlock()
 		err := r.session.Flush(ctx)
 		if ctx.Err() != nil {
 			return
 		}
 		rs.mu.Lock()
-		r.answered, r.flushedGen, r.flushErr = true, gen, err
+		r.flushedGen, r.flushErr = gen, err
+		if r.lost == lost {
+			r.answered = true
+		}
 		rs.broadcast()
 		rs.mu.Unlock()
 		rs.elect()
@@ -524,10 +562,20 @@ func (rs *replicaSet) flushLoop(ctx context.Context, r *replica) {
 }
 
 // watch re-elects the primary whenever the replica's connection changes
-// state or its session ends.
+// state. A connection that is not Ready makes the replica's output suspect
+// until a flush begun after it is answered; one that is Ready again asks
+// for that flush.
 func (rs *replicaSet) watch(ctx context.Context, r *replica) {
 	for {
 		state := r.conn.GetState()
+		rs.mu.Lock()
+		if state != connectivity.Ready {
+			r.lost++
+			r.answered = false
+		} else if rs.started && !r.answered {
+			r.requestFlush()
+		}
+		rs.mu.Unlock()
 		rs.elect()
 		if !r.conn.WaitForStateChange(ctx, state) {
 			return
