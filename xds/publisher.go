@@ -235,7 +235,11 @@ func (pub *Publication) Apply(c Changes) error {
 	if pub.opts.Listeners {
 		listeners := make(map[string]types.Resource, len(c.Clusters))
 		versions := make(map[string]string, len(c.Clusters))
+		published := g.published(resourcev3.ClusterType).versions
 		for _, r := range c.Clusters {
+			if _, ok := published[r.Name]; !ok {
+				continue // refused, with no good version: a Listener would lead nowhere
+			}
 			l := BuildListener(r.Name)
 			if err := checkListener(l); err != nil {
 				p.refused(g.name, resourcev3.ListenerType, r.Name, err)

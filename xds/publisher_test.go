@@ -512,3 +512,23 @@ func TestPerTypeServices(t *testing.T) {
 		t.Errorf("CDS service: got %s %v, want %v", dresp.GetTypeUrl(), got, all)
 	}
 }
+
+// With Listeners, a Cluster refused by validation gets no Listener: it
+// would route to nothing.
+func TestListenersOnlyForPublishedClusters(t *testing.T) {
+	rec := newRecorder()
+	p, conn := startServer(t, xds.Options{Metrics: rec})
+	_, res := translated(2, 1)
+	ch := everything(res)
+	ch.Clusters = append(ch.Clusters, translate.Resource{Name: "extension/x/undecodable", Version: "junk", Body: []byte{0xff}})
+	mustApply(t, mustOpen(t, p, "edge", xds.PublicationOptions{Listeners: true}), ch)
+
+	c := newDeltaClient(t, conn)
+	c.send(&discoveryv3.DeltaDiscoveryRequest{Node: node("grpc-1"), TypeUrl: resourcev3.ListenerType})
+	if got, want := deltaNames(c.recv()), names(res.Clusters); !slices.Equal(got, want) {
+		t.Errorf("Listeners %v, want %v", got, want)
+	}
+	if got := rec.refusedSoFar(); !slices.Equal(got, []string{"edge " + resourcev3.ClusterType + " extension/x/undecodable"}) {
+		t.Errorf("refused %v", got)
+	}
+}
