@@ -14,9 +14,9 @@ const usage = `Tributary translates Contour ExtensionServices into Envoy Cluster
 weighted ClusterLoadAssignments.
 
 Usage:
-  tributary serve [--address 127.0.0.1:8081] [--max-message-size 64MiB] [--log-level info] [--shutdown-timeout 10s]
-  tributary translate -f PATH [-f PATH...] [--settings FILE] [-o json|yaml]
-  tributary version
+  tributary serve [flags]        serve the gRPC API (and, with flags, xDS and metrics)
+  tributary translate [flags]    translate manifests once and print the result
+  tributary version              print the version
 
 Run "tributary COMMAND -h" for the flags of a command.
 `

@@ -55,7 +55,7 @@ func TestUsage(t *testing.T) {
 	}{
 		{"no command", nil, 2, "", "Usage:\n  tributary serve"},
 		{"unknown command", []string{"frobnicate"}, 2, "", `unknown command "frobnicate"`},
-		{"help", []string{"help"}, 0, "tributary translate -f PATH", ""},
+		{"help", []string{"help"}, 0, "tributary translate [flags]", ""},
 		{"version", []string{"version"}, 0, "tributary ", ""},
 		{"version takes no arguments", []string{"version", "extra"}, 2, "", `unexpected argument "extra"`},
 		{"translate -h", []string{"translate", "-h"}, 0, "", "Usage: " + translateSynopsis},
