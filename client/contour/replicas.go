@@ -504,6 +504,10 @@ func (rs *replicaSet) join(addr string) (*replica, error) {
 	if err != nil {
 		return nil, fmt.Errorf("dialing %s: %w", addr, err)
 	}
+	// Connect now rather than at the first stream: a session with nothing
+	// to send opens none, and its replica must still be Ready to be
+	// primary.
+	conn.Connect()
 	ctx, cancel := context.WithCancel(rs.ctx)
 	r := &replica{address: addr, conn: conn, cancel: cancel, kick: make(chan struct{}, 1)}
 	opts := append(slices.Clone(rs.syncOpts), client.WithUpdateHandler(func(u client.Update) { rs.onUpdate(r, u) }))

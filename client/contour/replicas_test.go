@@ -872,3 +872,30 @@ func awaitReplicaState(t *testing.T, a *contour.ReplicatedAdapter, addr string, 
 		time.Sleep(5 * time.Millisecond)
 	}
 }
+
+// TestReplicatedAdapterNothingToSync: with no object at all a session
+// opens no stream, yet its replica must be reachable and current, so the
+// first Flush returns.
+func TestReplicatedAdapterNothingToSync(t *testing.T) {
+	r := newGatedReplica(t)
+	r.start(nil)
+	addr := r.address
+	a, err := contour.NewReplicatedAdapter(t.Context(), nil, contour.ReplicaOptions{
+		AdapterOptions:  contour.AdapterOptions{Debounce: -1},
+		Resolve:         func(context.Context) ([]string, error) { return []string{addr}, nil },
+		ResolveInterval: 10 * time.Millisecond,
+		Logger:          slog.New(slog.NewTextHandler(io.Discard, nil)),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.Close()
+	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+	defer cancel()
+	if err := a.Flush(ctx); err != nil {
+		t.Fatalf("Flush: %v", err)
+	}
+	if got := a.Replicas(); len(got) != 1 || !got[0].Primary || !got[0].Current || got[0].State != connectivity.Ready {
+		t.Errorf("replicas %+v, want the one, Ready, current and primary", got)
+	}
+}
