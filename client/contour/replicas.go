@@ -145,6 +145,9 @@ func NewReplicatedAdapter(ctx context.Context, settings *Config, opts ReplicaOpt
 	if opts.Resolve == nil {
 		return nil, errors.New("tributary: ReplicaOptions.Resolve is required")
 	}
+	if opts.PublishListeners && opts.XDSNodeGroup == "" {
+		return nil, errors.New("tributary: ReplicaOptions.PublishListeners needs an XDSNodeGroup to publish to")
+	}
 	a := newAdapter(ctx, opts.AdapterOptions)
 	ctx, cancel := context.WithCancel(ctx)
 	rs := &replicaSet{
@@ -172,7 +175,7 @@ func NewReplicatedAdapter(ctx context.Context, settings *Config, opts ReplicaOpt
 		grpc.WithKeepaliveParams(keepalive.ClientParameters{Time: 15 * time.Second, Timeout: 5 * time.Second, PermitWithoutStream: true}),
 		grpc.WithIdleTimeout(0),
 	}, opts.DialOptions...)
-	if opts.XDSNodeGroup != "" || opts.PublishListeners {
+	if opts.XDSNodeGroup != "" {
 		rs.publish = &publication{nodeGroup: opts.XDSNodeGroup, listeners: opts.PublishListeners, onNack: opts.OnXDSNack}
 		if rs.publish.onNack == nil {
 			rs.publish.onNack = func(replica string, n *tributaryv1.XdsNack) {
