@@ -26,7 +26,7 @@ help: ## list the targets
 ## Tools: pinned versions, installed once, reinstalled when their pins change.
 
 .PHONY: tools
-tools: $(BUF) $(PROTOC_GEN_ES) $(GO_TOOLS) ## install buf and the Node client's packages (npm), and the Go tools into ./bin
+tools: $(BUF) $(PROTOC_GEN_ES) $(GO_TOOLS) bin/ghz ## install buf and the Node client's packages (npm), and the Go tools into ./bin
 
 $(BUF): tools/buf/package.json tools/buf/package-lock.json
 	cd tools/buf && npm ci --no-audit --no-fund
@@ -42,6 +42,12 @@ $(PROTOC_GEN_ES): client/node/package.json client/node/package-lock.json
 $(GO_TOOLS) &: tools/go.mod tools/go.sum
 	cd tools && $(GO) build -o ../bin/ tool
 	touch $(GO_TOOLS)
+
+# ghz (the load generator of `make load`) has a module of its own: its pinned
+# version needs an older gRPC than the tools above (tools/ghz/go.mod).
+bin/ghz: tools/ghz/go.mod tools/ghz/go.sum
+	cd tools/ghz && $(GO) build -o ../../bin/ tool
+	touch $@
 
 ## Code generation
 
