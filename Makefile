@@ -156,6 +156,13 @@ bench: bin/benchstat ## benchmarks into bench/new.txt, compared with bench/base.
 	@if [[ -f bench/base.txt ]]; then bin/benchstat bench/base.txt bench/new.txt; \
 	else bin/benchstat bench/new.txt; echo "(no bench/base.txt to compare with)"; fi
 
+# load runs ghz on Translate against a freshly started bin/tributary for
+# LOAD_DURATION (default 30s; LOAD_CONCURRENCY, LOAD_CONNECTIONS too, see the
+# script) and prints requests/s, p50 and p99; it fails if any call fails.
+.PHONY: load
+load: build bin/ghz ## ghz load on Translate against a fresh server: requests/s, p50, p99
+	scripts/load-translate.sh --serve bin/tributary
+
 .PHONY: fuzz
 fuzz: ## run every Fuzz target for FUZZTIME each (default 60s)
 	FUZZTIME=$(FUZZTIME) scripts/fuzz.sh
