@@ -54,6 +54,8 @@ type adsWatcher struct {
 	acked map[string]int
 	// versions holds the last accepted version by type URL.
 	versions map[string]string
+	// received counts the resources received in accepted responses.
+	received int
 	// at is when the state last changed: just after an ACK was sent.
 	at time.Time
 	// changed is closed and replaced at each change.
@@ -245,6 +247,7 @@ func (w *adsWatcher) update(typeURL string, changed map[string]proto.Message, re
 		w.resources[typeURL] = have
 	}
 	maps.Copy(have, changed)
+	w.received += len(changed)
 	for _, name := range removed {
 		delete(have, name)
 	}
@@ -264,6 +267,14 @@ func (w *adsWatcher) fail(err error) {
 	w.err = err
 	close(w.changed)
 	w.changed = make(chan struct{})
+}
+
+// resourcesReceived returns how many resources the watcher has received
+// in the responses it accepted, the repeats of unchanged ones included.
+func (w *adsWatcher) resourcesReceived() int {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.received
 }
 
 // adsState is a watcher's accepted resources at one moment.

@@ -46,9 +46,9 @@ const (
 // waits until both xDS clients have received the new ClusterLoadAssignment
 // and sent their ACK. Besides ns/op (the slower of the two, plus the Sync
 // answer) it reports, per client, the median and 99th percentile of the
-// time from the Upsert to the ACK, the same for the Sync answer itself, and
-// the server's resident memory and Go heap once loaded (from /proc and its
-// own metrics).
+// time from the Upsert to the ACK and the resources it received per
+// change, the same percentiles for the Sync answer itself, and the server's
+// resident memory and Go heap once loaded (from /proc and its own metrics).
 func BenchmarkSyncToXDSAck(b *testing.B) {
 	srv := startTributaryWithMetrics(b)
 	objs := workload.Standard(benchExtensionServices, benchEndpoints)
@@ -107,6 +107,10 @@ func BenchmarkSyncToXDSAck(b *testing.B) {
 	extensionServices, services, endpointSlices, objs = nil, nil, nil, nil
 	runtime.GC()
 
+	receivedBefore := make([]int, len(watchers))
+	for j, w := range watchers {
+		receivedBefore[j] = w.resourcesReceived()
+	}
 	ackTimes := make([][]time.Duration, len(watchers))
 	var answerTimes []time.Duration
 	pod := uint32(2 * benchExtensionServices * benchEndpoints) // past the workload's pods
@@ -151,6 +155,7 @@ func BenchmarkSyncToXDSAck(b *testing.B) {
 		slices.Sort(ackTimes[j])
 		b.ReportMetric(percentile(ackTimes[j], 0.50), string(w.mode)+"-ack-p50-ns")
 		b.ReportMetric(percentile(ackTimes[j], 0.99), string(w.mode)+"-ack-p99-ns")
+		b.ReportMetric(float64(w.resourcesReceived()-receivedBefore[j])/float64(len(ackTimes[j])), string(w.mode)+"-resources/op")
 	}
 	if n := nacks.all(); len(n) > 0 {
 		b.Fatalf("xDS clients NACKed: %v", n)
