@@ -120,6 +120,9 @@ type syncOptions struct {
 	minBackoff, maxBackoff time.Duration
 	logger                 *slog.Logger
 	callOptions            []grpc.CallOption
+	xdsNodeGroup           string
+	publishListeners       bool
+	onXDSNack              func(*tributaryv1.XdsNack)
 }
 
 // WithUpdateHandler sets the function that receives every non-empty Update.
@@ -156,6 +159,24 @@ func WithLogger(l *slog.Logger) SyncOption {
 // after the client's defaults.
 func WithSyncCallOptions(opts ...grpc.CallOption) SyncOption {
 	return func(o *syncOptions) { o.callOptions = append(o.callOptions, opts...) }
+}
+
+// WithXDSPublishing asks the server to publish the session's Clusters and
+// ClusterLoadAssignments over xDS to the xDS clients of nodeGroup (their
+// node.cluster, or node.id), and with listeners also a Listener per Cluster
+// for proxyless gRPC clients (SyncStart.xds_node_group and
+// publish_listeners). The server must serve xDS (tributary serve
+// --xds-address).
+func WithXDSPublishing(nodeGroup string, listeners bool) SyncOption {
+	return func(o *syncOptions) { o.xdsNodeGroup, o.publishListeners = nodeGroup, listeners }
+}
+
+// WithXDSNackHandler sets the function that receives what xDS clients of the
+// session's node group refused (XdsNack answers), so the caller can surface
+// it. It is called on the session's receiving goroutine and should return
+// quickly. Without a handler, NACKs are logged as warnings.
+func WithXDSNackHandler(f func(*tributaryv1.XdsNack)) SyncOption {
+	return func(o *syncOptions) { o.onXDSNack = f }
 }
 
 // objectKey identifies an input object within a session.
@@ -535,7 +556,11 @@ func (s *SyncSession) stream(ctx context.Context) (synced bool, err error) {
 		}
 	}
 
-	if err := st.Send(&tributaryv1.SyncRequest{Message: &tributaryv1.SyncRequest_Start{Start: &tributaryv1.SyncStart{Settings: s.settings}}}); err != nil {
+	if err := st.Send(&tributaryv1.SyncRequest{Message: &tributaryv1.SyncRequest_Start{Start: &tributaryv1.SyncStart{
+		Settings:         s.settings,
+		XdsNodeGroup:     s.opts.xdsNodeGroup,
+		PublishListeners: s.opts.publishListeners,
+	}}}); err != nil {
 		return synced, sendErr()
 	}
 	s.mu.Lock()
@@ -646,6 +671,14 @@ func (s *SyncSession) handle(resp *tributaryv1.SyncResponse, synced *bool) error
 		return s.handleDelta(m.Delta, synced)
 	case *tributaryv1.SyncResponse_Rejected:
 		return s.handleRejected(m.Rejected)
+	case *tributaryv1.SyncResponse_XdsNack:
+		if s.opts.onXDSNack != nil {
+			s.opts.onXDSNack(m.XdsNack)
+		} else {
+			n := m.XdsNack
+			s.opts.logger.Warn("an xDS client refused a resource", "node", n.GetNodeId(), "type", n.GetTypeUrl(), "resources", n.GetResourceNames(), "error", n.GetErrorDetail())
+		}
+		return nil
 	default:
 		return fmt.Errorf("%w: a SyncResponse with no message", ErrMalformedResponse)
 	}

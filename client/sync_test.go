@@ -552,6 +552,7 @@ type scripted struct {
 	tributaryv1.UnimplementedTranslationServiceServer
 	mu      sync.Mutex
 	streams int
+	starts  []*tributaryv1.SyncStart
 	batches [][]*tributaryv1.SyncBatch
 	script  func(n int, recv func() *tributaryv1.SyncBatch, send func(*tributaryv1.SyncResponse)) error
 }
@@ -562,9 +563,13 @@ func (f *scripted) Sync(st grpc.BidiStreamingServer[tributaryv1.SyncRequest, tri
 	n := f.streams
 	f.batches = append(f.batches, nil)
 	f.mu.Unlock()
-	if _, err := st.Recv(); err != nil { // SyncStart
+	start, err := st.Recv()
+	if err != nil {
 		return err
 	}
+	f.mu.Lock()
+	f.starts = append(f.starts, start.GetStart())
+	f.mu.Unlock()
 	var streamErr error
 	recv := func() *tributaryv1.SyncBatch {
 		req, err := st.Recv()
@@ -752,5 +757,45 @@ func TestSyncResendRejected(t *testing.T) {
 	}
 	if err := s.Flush(t.Context()); !errors.As(err, &rejected) {
 		t.Errorf("Flush after the end: got %v, want the rejection", err)
+	}
+}
+
+// TestSyncXDSPublishing: the xDS options reach the server in SyncStart, and
+// an XdsNack answer goes to the handler without breaking the stream.
+func TestSyncXDSPublishing(t *testing.T) {
+	nack := &tributaryv1.XdsNack{NodeId: "envoy-1", NodeGroup: "projectcontour", TypeUrl: "type.googleapis.com/envoy.config.cluster.v3.Cluster",
+		ResourceNames: []string{"extension/ns/a"}, ErrorDetail: "refused"}
+	fake := &scripted{script: func(n int, recv func() *tributaryv1.SyncBatch, send func(*tributaryv1.SyncResponse)) error {
+		b := recv()
+		if b == nil {
+			return nil
+		}
+		send(&tributaryv1.SyncResponse{Message: &tributaryv1.SyncResponse_XdsNack{XdsNack: nack}})
+		send(delta(&tributaryv1.SyncDelta{BatchId: b.GetId(), FullState: true, Version: "1"}))
+		return nil
+	}}
+	sb := newSwitchboard(t)
+	gs := grpc.NewServer()
+	tributaryv1.RegisterTranslationServiceServer(gs, fake)
+	sb.serve(gs)
+	var got []*tributaryv1.XdsNack
+	var mu sync.Mutex
+	s := client.New(sb.conn()).Sync(t.Context(), nil, client.WithLogger(quietLogger()),
+		client.WithXDSPublishing("projectcontour", true),
+		client.WithXDSNackHandler(func(n *tributaryv1.XdsNack) { mu.Lock(); got = append(got, n); mu.Unlock() }))
+	defer s.Close()
+	s.Upsert(service("v1"))
+	flush(t, s)
+
+	mu.Lock()
+	defer mu.Unlock()
+	if d := cmp.Diff([]*tributaryv1.XdsNack{nack}, got, protocmp.Transform()); d != "" {
+		t.Errorf("NACKs delivered (-want +got):\n%s", d)
+	}
+	fake.mu.Lock()
+	defer fake.mu.Unlock()
+	want := []*tributaryv1.SyncStart{{XdsNodeGroup: "projectcontour", PublishListeners: true}}
+	if d := cmp.Diff(want, fake.starts, protocmp.Transform()); d != "" {
+		t.Errorf("SyncStart (-want +got):\n%s", d)
 	}
 }

@@ -176,9 +176,9 @@ func NewReplicatedAdapter(ctx context.Context, settings *Config, opts ReplicaOpt
 		grpc.WithIdleTimeout(0),
 	}, opts.DialOptions...)
 	if opts.XDSNodeGroup != "" {
-		rs.publish = &publication{nodeGroup: opts.XDSNodeGroup, listeners: opts.PublishListeners, onNack: opts.OnXDSNack}
-		if rs.publish.onNack == nil {
-			rs.publish.onNack = func(replica string, n *tributaryv1.XdsNack) {
+		rs.nodeGroup, rs.publishListeners, rs.onNack = opts.XDSNodeGroup, opts.PublishListeners, opts.OnXDSNack
+		if rs.onNack == nil {
+			rs.onNack = func(replica string, n *tributaryv1.XdsNack) {
 				rs.logger.Warn("tributary: an xDS client rejected resources", "replica", replica, "node", n.GetNodeId(),
 					"group", n.GetNodeGroup(), "type", n.GetTypeUrl(), "resources", n.GetResourceNames(), "error", n.GetErrorDetail())
 			}
@@ -279,9 +279,13 @@ type replicaSet struct {
 	interval time.Duration
 	deliver  func(client.Update)
 	logger   *slog.Logger
-	// publish is what every session publishes over xDS; nil for nothing.
-	publish *publication
-	wg      sync.WaitGroup
+	// nodeGroup is the xDS node group every session publishes to ("" for
+	// none), with Listeners when publishListeners; onNack gets what the
+	// group's xDS clients refuse, with the replica that reported it.
+	nodeGroup        string
+	publishListeners bool
+	onNack           func(replica string, n *tributaryv1.XdsNack)
+	wg               sync.WaitGroup
 
 	// deliverMu orders everything that reaches the sinks: it is held while
 	// the primary changes and while an update is delivered, so the sinks
@@ -499,11 +503,7 @@ func (rs *replicaSet) refresh() {
 // and starts its goroutines; it flushes at once when the first Flush is
 // done. Called with rs.mu held.
 func (rs *replicaSet) join(addr string) (*replica, error) {
-	dialOpts := rs.dialOpts
-	if rs.publish != nil {
-		dialOpts = append(slices.Clone(dialOpts), grpc.WithChainStreamInterceptor(rs.publish.interceptor(addr)))
-	}
-	conn, err := grpc.NewClient(addr, dialOpts...)
+	conn, err := grpc.NewClient(addr, rs.dialOpts...)
 	if err != nil {
 		return nil, fmt.Errorf("dialing %s: %w", addr, err)
 	}
@@ -514,6 +514,11 @@ func (rs *replicaSet) join(addr string) (*replica, error) {
 	ctx, cancel := context.WithCancel(rs.ctx)
 	r := &replica{address: addr, conn: conn, cancel: cancel, kick: make(chan struct{}, 1)}
 	opts := append(slices.Clone(rs.syncOpts), client.WithUpdateHandler(func(u client.Update) { rs.onUpdate(r, u) }))
+	if rs.nodeGroup != "" {
+		opts = append(opts,
+			client.WithXDSPublishing(rs.nodeGroup, rs.publishListeners),
+			client.WithXDSNackHandler(func(n *tributaryv1.XdsNack) { rs.onNack(addr, n) }))
+	}
 	r.session = client.New(conn).Sync(ctx, rs.settings, opts...)
 	r.session.Upsert(slices.Collect(maps.Values(rs.desired))...)
 	if rs.started {
@@ -758,56 +763,4 @@ func missing(have, keep map[string]string) []string {
 		}
 	}
 	return out
-}
-
-// publication is what every replica's session publishes over xDS. It is
-// applied by a stream interceptor on the replica's connection, because
-// client.SyncSession has no option for SyncStart's xDS fields nor a place
-// for the XdsNack answers they bring: the interceptor sets the fields on
-// the SyncStart a session sends and takes XdsNack answers out of the
-// stream before the session reads it.
-type publication struct {
-	nodeGroup string
-	listeners bool
-	onNack    func(replica string, n *tributaryv1.XdsNack)
-}
-
-func (p *publication) interceptor(replica string) grpc.StreamClientInterceptor {
-	return func(ctx context.Context, desc *grpc.StreamDesc, cc *grpc.ClientConn, method string, streamer grpc.Streamer, opts ...grpc.CallOption) (grpc.ClientStream, error) {
-		cs, err := streamer(ctx, desc, cc, method, opts...)
-		if err != nil || method != tributaryv1.TranslationService_Sync_FullMethodName {
-			return cs, err
-		}
-		return &publishingStream{ClientStream: cs, publication: p, replica: replica}, nil
-	}
-}
-
-// publishingStream is a Sync stream whose SyncStart publishes and whose
-// XdsNack answers go to the publication's onNack.
-type publishingStream struct {
-	grpc.ClientStream
-	*publication
-	replica string
-}
-
-func (s *publishingStream) SendMsg(m any) error {
-	if req, ok := m.(*tributaryv1.SyncRequest); ok && req.GetStart() != nil {
-		start := proto.CloneOf(req.GetStart())
-		start.XdsNodeGroup, start.PublishListeners = s.nodeGroup, s.listeners
-		m = &tributaryv1.SyncRequest{Message: &tributaryv1.SyncRequest_Start{Start: start}}
-	}
-	return s.ClientStream.SendMsg(m)
-}
-
-func (s *publishingStream) RecvMsg(m any) error {
-	for {
-		if err := s.ClientStream.RecvMsg(m); err != nil {
-			return err
-		}
-		resp, ok := m.(*tributaryv1.SyncResponse)
-		if !ok || resp.GetXdsNack() == nil {
-			return nil
-		}
-		s.onNack(s.replica, resp.GetXdsNack())
-	}
 }
