@@ -26,7 +26,7 @@ help: ## list the targets
 ## Tools: pinned versions, installed once, reinstalled when their pins change.
 
 .PHONY: tools
-tools: $(BUF) $(PROTOC_GEN_ES) $(GO_TOOLS) bin/ghz ## install buf and the Node client's packages (npm), and the Go tools into ./bin
+tools: debian-packages $(BUF) $(PROTOC_GEN_ES) $(GO_TOOLS) bin/ghz ## install buf and the Node client's packages (npm), and the Go tools into ./bin
 
 $(BUF): tools/buf/package.json tools/buf/package-lock.json
 	cd tools/buf && npm ci --no-audit --no-fund
@@ -48,6 +48,18 @@ $(GO_TOOLS) &: tools/go.mod tools/go.sum
 bin/ghz: tools/ghz/go.mod tools/ghz/go.sum
 	cd tools/ghz && $(GO) build -o ../../bin/ tool
 	touch $@
+
+# debian-packages installs what Debian must provide: protoc for the Python
+# code in gen/python, and the gRPC and protobuf modules of Debian's python3
+# for the Python client's tests. It does nothing when they are present.
+DEBIAN_PACKAGES := protobuf-compiler python3-grpcio python3-protobuf
+
+.PHONY: debian-packages
+debian-packages: ## install protoc and Python gRPC from Debian if missing
+	@if ! command -v protoc >/dev/null || ! $(PYTHON) -c 'import grpc, google.protobuf' 2>/dev/null; then \
+		echo "installing from Debian: $(DEBIAN_PACKAGES)"; \
+		apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends $(DEBIAN_PACKAGES); \
+	fi
 
 ## Code generation
 
