@@ -58,8 +58,8 @@ func BenchmarkSyncToXDSAck(b *testing.B) {
 		clusterNames[i] = "extension/" + es.Namespace + "/" + es.Name
 	}
 
-	conn, nacks := dialSync(b, srv.grpcAddress, publication{nodeGroup: benchNodeGroup})
-	session := openSync(b, conn)
+	conn := dialSync(b, srv.grpcAddress)
+	session, nacks := openSync(b, conn, publication{nodeGroup: benchNodeGroup})
 	// Load in batches of whole ExtensionServices (ExtensionService i owns
 	// Services and EndpointSlices 2i and 2i+1), each well under the
 	// message size limit.

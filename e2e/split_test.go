@@ -86,8 +86,8 @@ func TestWeightedSplit(t *testing.T) {
 		}
 	}
 
-	conn, nacks := dialSync(t, srv.grpcAddress, publication{nodeGroup: nodeGroup, publishListeners: true})
-	session := openSync(t, conn)
+	conn := dialSync(t, srv.grpcAddress)
+	session, nacks := openSync(t, conn, publication{nodeGroup: nodeGroup, publishListeners: true})
 	generation := int64(0)
 	setWeights := func(targets ...target) {
 		generation++
