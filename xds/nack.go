@@ -9,6 +9,7 @@ import (
 	discoveryv3 "github.com/envoyproxy/go-control-plane/envoy/service/discovery/v3"
 	cachev3 "github.com/envoyproxy/go-control-plane/pkg/cache/v3"
 	serverv3 "github.com/envoyproxy/go-control-plane/pkg/server/v3"
+	rpcstatus "google.golang.org/genproto/googleapis/rpc/status"
 	"google.golang.org/protobuf/types/known/anypb"
 )
 
@@ -99,24 +100,47 @@ func (t *nackTracker) OnStreamRequest(id int64, req *discoveryv3.DiscoveryReques
 	return nil
 }
 
-func (t *nackTracker) sotwNack(id int64, req *discoveryv3.DiscoveryRequest) (Nack, bool) {
+// ackRequest is what State-of-the-World and Delta requests share for
+// acknowledging a response.
+type ackRequest interface {
+	GetNode() *corev3.Node
+	GetTypeUrl() string
+	GetResponseNonce() string
+	GetErrorDetail() *rpcstatus.Status
+}
+
+// refused records req's node on its stream and, when req NACKs the last
+// response of its type on that stream and that NACK was not reported yet,
+// returns the refused response and the node. A client that keeps NACKing the
+// same response is reported once.
+func (t *nackTracker) refused(streams map[int64]*trackedStream, id int64, req ackRequest) (*sentResponse, *corev3.Node, bool) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	s := t.stream(t.sotw, id)
+	s := t.stream(streams, id)
 	if req.GetNode() != nil {
 		s.node = req.GetNode()
 	}
 	if req.GetErrorDetail() == nil {
-		return Nack{}, false
+		return nil, nil, false
 	}
 	sent := s.last[req.GetTypeUrl()]
 	if sent == nil || sent.reported || sent.nonce != req.GetResponseNonce() {
-		return Nack{}, false
+		return nil, nil, false
 	}
 	sent.reported = true
+	return sent, s.node, true
+}
+
+func (t *nackTracker) sotwNack(id int64, req *discoveryv3.DiscoveryRequest) (Nack, bool) {
+	sent, node, ok := t.refused(t.sotw, id, req)
+	if !ok {
+		return Nack{}, false
+	}
+	// A stored response is never changed (a newer one replaces it), so its
+	// names can be decoded outside the lock.
 	return Nack{
-		NodeID:          s.node.GetId(),
-		NodeGroup:       NodeGroup(s.node),
+		NodeID:          node.GetId(),
+		NodeGroup:       NodeGroup(node),
 		TypeURL:         req.GetTypeUrl(),
 		ResourceNames:   resourceNames(sent.resources),
 		ErrorDetail:     req.GetErrorDetail().GetMessage(),
@@ -153,23 +177,13 @@ func (t *nackTracker) OnStreamDeltaRequest(id int64, req *discoveryv3.DeltaDisco
 }
 
 func (t *nackTracker) deltaNack(id int64, req *discoveryv3.DeltaDiscoveryRequest) (Nack, bool) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	s := t.stream(t.delta, id)
-	if req.GetNode() != nil {
-		s.node = req.GetNode()
-	}
-	if req.GetErrorDetail() == nil {
+	sent, node, ok := t.refused(t.delta, id, req)
+	if !ok {
 		return Nack{}, false
 	}
-	sent := s.last[req.GetTypeUrl()]
-	if sent == nil || sent.reported || sent.nonce != req.GetResponseNonce() {
-		return Nack{}, false
-	}
-	sent.reported = true
 	return Nack{
-		NodeID:          s.node.GetId(),
-		NodeGroup:       NodeGroup(s.node),
+		NodeID:          node.GetId(),
+		NodeGroup:       NodeGroup(node),
 		TypeURL:         req.GetTypeUrl(),
 		ResourceNames:   sent.names,
 		ErrorDetail:     req.GetErrorDetail().GetMessage(),
