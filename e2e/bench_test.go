@@ -22,6 +22,7 @@ import (
 
 	tributaryv1 "github.com/tributary-dev/tributary/gen/go/tributary/v1"
 	"github.com/tributary-dev/tributary/internal/workload"
+	"github.com/tributary-dev/tributary/internal/xdstest"
 	"github.com/tributary-dev/tributary/source"
 )
 
@@ -81,15 +82,15 @@ func BenchmarkSyncToXDSAck(b *testing.B) {
 		b.Fatal(err)
 	}
 	b.Cleanup(func() { xdsConn.Close() })
-	modes := []adsMode{stateOfTheWorld, delta}
-	watchers := make([]*adsWatcher, len(modes))
+	modes := []xdstest.Mode{xdstest.SotW, xdstest.Delta}
+	watchers := make([]*xdstest.Watcher, len(modes))
 	for i, mode := range modes {
 		node := &corev3.Node{Id: "bench-" + string(mode), Cluster: benchNodeGroup}
-		watchers[i] = watchADS(b.Context(), b, xdsConn, mode, node, map[string][]string{resourcev3.EndpointType: clusterNames})
+		watchers[i] = xdstest.Watch(b.Context(), b, xdsConn, mode, node, map[string][]string{resourcev3.EndpointType: clusterNames})
 	}
 	for _, w := range watchers {
-		w.waitFor(b, "every ClusterLoadAssignment", 5*time.Minute, func(s adsState) bool {
-			return len(s.resources[resourcev3.EndpointType]) == benchExtensionServices
+		w.WaitFor(b, "every ClusterLoadAssignment", 5*time.Minute, func(s xdstest.State) bool {
+			return len(s.Resources[resourcev3.EndpointType]) == benchExtensionServices
 		})
 	}
 	// Read now, reported after the loop (b.Loop drops earlier metrics).
@@ -109,7 +110,7 @@ func BenchmarkSyncToXDSAck(b *testing.B) {
 
 	receivedBefore := make([]int, len(watchers))
 	for j, w := range watchers {
-		receivedBefore[j] = w.resourcesReceived()
+		receivedBefore[j] = w.Received()
 	}
 	ackTimes := make([][]time.Duration, len(watchers))
 	var answerTimes []time.Duration
@@ -133,13 +134,13 @@ func BenchmarkSyncToXDSAck(b *testing.B) {
 			flushed <- err
 		}()
 		for j, w := range watchers {
-			s, err := w.await(30*time.Second, func(s adsState) bool {
-				return holdsAddress(s.get(resourcev3.EndpointType, c.cluster), address)
+			s, err := w.Await(30*time.Second, func(s xdstest.State) bool {
+				return holdsAddress(s.Get(resourcev3.EndpointType, c.cluster), address)
 			}, false)
 			if err != nil {
-				b.Fatalf("%s client, waiting for %s in %s: %v", w.mode, address, c.cluster, err)
+				b.Fatalf("%s client, waiting for %s in %s: %v", w.Mode(), address, c.cluster, err)
 			}
-			ackTimes[j] = append(ackTimes[j], s.at.Sub(start))
+			ackTimes[j] = append(ackTimes[j], s.At.Sub(start))
 		}
 		if err := <-flushed; err != nil {
 			b.Fatal(err)
@@ -153,9 +154,9 @@ func BenchmarkSyncToXDSAck(b *testing.B) {
 	b.ReportMetric(percentile(answerTimes, 0.99), "sync-answer-p99-ns")
 	for j, w := range watchers {
 		slices.Sort(ackTimes[j])
-		b.ReportMetric(percentile(ackTimes[j], 0.50), string(w.mode)+"-ack-p50-ns")
-		b.ReportMetric(percentile(ackTimes[j], 0.99), string(w.mode)+"-ack-p99-ns")
-		b.ReportMetric(float64(w.resourcesReceived()-receivedBefore[j])/float64(len(ackTimes[j])), string(w.mode)+"-resources/op")
+		b.ReportMetric(percentile(ackTimes[j], 0.50), string(w.Mode())+"-ack-p50-ns")
+		b.ReportMetric(percentile(ackTimes[j], 0.99), string(w.Mode())+"-ack-p99-ns")
+		b.ReportMetric(float64(w.Received()-receivedBefore[j])/float64(len(ackTimes[j])), string(w.Mode())+"-resources/op")
 	}
 	if n := nacks.all(); len(n) > 0 {
 		b.Fatalf("xDS clients NACKed: %v", n)

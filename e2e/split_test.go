@@ -22,6 +22,7 @@ import (
 	"google.golang.org/protobuf/testing/protocmp"
 
 	"github.com/tributary-dev/tributary/client"
+	"github.com/tributary-dev/tributary/internal/xdstest"
 	"github.com/tributary-dev/tributary/xds"
 )
 
@@ -111,7 +112,7 @@ func TestWeightedSplit(t *testing.T) {
 
 	// step applies the changes made since the last one and checks that
 	// every client follows.
-	step := func(name string, timeout time.Duration, want map[string]float64, watchers []*adsWatcher, caller *callerProcess) {
+	step := func(name string, timeout time.Duration, want map[string]float64, watchers []*xdstest.Watcher, caller *callerProcess) {
 		t.Helper()
 		flush(t, session)
 		checkPublished(t, session, watchers)
@@ -338,7 +339,7 @@ func measureSplit(tb testing.TB, step string, c *callerProcess, backends map[str
 // watchBoth opens a State-of-the-World and a Delta ADS watcher on the
 // test's node group, subscribed to the ExtensionService's Listener, Cluster
 // and ClusterLoadAssignment.
-func watchBoth(tb testing.TB, xdsAddress string) []*adsWatcher {
+func watchBoth(tb testing.TB, xdsAddress string) []*xdstest.Watcher {
 	tb.Helper()
 	conn, err := grpc.NewClient(xdsAddress, grpc.WithTransportCredentials(insecure.NewCredentials()))
 	if err != nil {
@@ -350,25 +351,25 @@ func watchBoth(tb testing.TB, xdsAddress string) []*adsWatcher {
 		resourcev3.ClusterType:  {clusterName},
 		resourcev3.EndpointType: {clusterName},
 	}
-	var out []*adsWatcher
-	for _, mode := range []adsMode{stateOfTheWorld, delta} {
+	var out []*xdstest.Watcher
+	for _, mode := range []xdstest.Mode{xdstest.SotW, xdstest.Delta} {
 		node := &corev3.Node{Id: "e2e-watcher-" + string(mode), Cluster: nodeGroup}
-		out = append(out, watchADS(tb.Context(), tb, conn, mode, node, subscriptions))
+		out = append(out, xdstest.Watch(tb.Context(), tb, conn, mode, node, subscriptions))
 	}
 	return out
 }
 
 // checkPublished waits until every watcher has accepted exactly the
 // ClusterLoadAssignment the session reports.
-func checkPublished(tb testing.TB, s *client.SyncSession, watchers []*adsWatcher) {
+func checkPublished(tb testing.TB, s *client.SyncSession, watchers []*xdstest.Watcher) {
 	tb.Helper()
 	want := s.View().ClusterLoadAssignments[clusterName]
 	if want == nil {
 		tb.Fatalf("the session has no ClusterLoadAssignment %q; statuses %v", clusterName, s.View().Statuses)
 	}
 	for _, w := range watchers {
-		w.waitFor(tb, "the session's ClusterLoadAssignment", 30*time.Second, func(st adsState) bool {
-			return proto.Equal(st.get(resourcev3.EndpointType, clusterName), want)
+		w.WaitFor(tb, "the session's ClusterLoadAssignment", 30*time.Second, func(st xdstest.State) bool {
+			return proto.Equal(st.Get(resourcev3.EndpointType, clusterName), want)
 		})
 	}
 }
@@ -376,7 +377,7 @@ func checkPublished(tb testing.TB, s *client.SyncSession, watchers []*adsWatcher
 // checkListenerAndCluster checks the other two resources every watcher
 // holds: the Listener for proxyless gRPC, and the session's Cluster with
 // its EDS pointed at the server's own ADS stream.
-func checkListenerAndCluster(tb testing.TB, s *client.SyncSession, watchers []*adsWatcher) {
+func checkListenerAndCluster(tb testing.TB, s *client.SyncSession, watchers []*xdstest.Watcher) {
 	tb.Helper()
 	wantCluster := proto.CloneOf(s.View().Clusters[clusterName])
 	if wantCluster == nil {
@@ -388,17 +389,17 @@ func checkListenerAndCluster(tb testing.TB, s *client.SyncSession, watchers []*a
 	}
 	wantListener := xds.BuildListener(clusterName)
 	for _, w := range watchers {
-		st := w.waitFor(tb, "the Listener and Cluster", 30*time.Second, func(st adsState) bool {
-			return st.get(resourcev3.ListenerType, clusterName) != nil && st.get(resourcev3.ClusterType, clusterName) != nil
+		st := w.WaitFor(tb, "the Listener and Cluster", 30*time.Second, func(st xdstest.State) bool {
+			return st.Get(resourcev3.ListenerType, clusterName) != nil && st.Get(resourcev3.ClusterType, clusterName) != nil
 		})
-		if diff := cmp.Diff(wantListener, st.get(resourcev3.ListenerType, clusterName), protocmp.Transform()); diff != "" {
-			tb.Errorf("%s watcher: Listener (-want +got):\n%s", w.mode, diff)
+		if diff := cmp.Diff(wantListener, st.Get(resourcev3.ListenerType, clusterName), protocmp.Transform()); diff != "" {
+			tb.Errorf("%s watcher: Listener (-want +got):\n%s", w.Mode(), diff)
 		}
-		if diff := cmp.Diff(wantCluster, st.get(resourcev3.ClusterType, clusterName).(*clusterv3.Cluster), protocmp.Transform()); diff != "" {
-			tb.Errorf("%s watcher: Cluster (-want +got):\n%s", w.mode, diff)
+		if diff := cmp.Diff(wantCluster, st.Get(resourcev3.ClusterType, clusterName).(*clusterv3.Cluster), protocmp.Transform()); diff != "" {
+			tb.Errorf("%s watcher: Cluster (-want +got):\n%s", w.Mode(), diff)
 		}
-		if got := slices.Sorted(maps.Keys(st.resources)); len(got) != 3 {
-			tb.Errorf("%s watcher: resource types %v, want Listener, Cluster, ClusterLoadAssignment", w.mode, got)
+		if got := slices.Sorted(maps.Keys(st.Resources)); len(got) != 3 {
+			tb.Errorf("%s watcher: resource types %v, want Listener, Cluster, ClusterLoadAssignment", w.Mode(), got)
 		}
 	}
 }

@@ -1,7 +1,6 @@
 package server
 
 import (
-	"context"
 	"slices"
 	"testing"
 	"time"
@@ -20,6 +19,7 @@ import (
 	"google.golang.org/protobuf/testing/protocmp"
 
 	tributaryv1 "github.com/tributary-dev/tributary/gen/go/tributary/v1"
+	"github.com/tributary-dev/tributary/internal/xdstest"
 	"github.com/tributary-dev/tributary/xds"
 )
 
@@ -45,54 +45,6 @@ func openXDSSync(t *testing.T, conn *grpc.ClientConn, group string, listeners bo
 		Settings: &tributaryv1.Settings{XdsClusterName: "contour"}, XdsNodeGroup: group, PublishListeners: listeners,
 	}}})
 	return c
-}
-
-// deltaXDS is a raw Delta ADS stream.
-type deltaXDS struct {
-	t      *testing.T
-	stream grpc.BidiStreamingClient[discoveryv3.DeltaDiscoveryRequest, discoveryv3.DeltaDiscoveryResponse]
-}
-
-func openDeltaXDS(t *testing.T, conn *grpc.ClientConn) *deltaXDS {
-	t.Helper()
-	ctx, cancel := context.WithCancel(t.Context())
-	t.Cleanup(cancel)
-	stream, err := discoveryv3.NewAggregatedDiscoveryServiceClient(conn).DeltaAggregatedResources(ctx)
-	if err != nil {
-		t.Fatalf("DeltaAggregatedResources: %v", err)
-	}
-	return &deltaXDS{t: t, stream: stream}
-}
-
-func (c *deltaXDS) send(req *discoveryv3.DeltaDiscoveryRequest) {
-	c.t.Helper()
-	if err := c.stream.Send(req); err != nil {
-		c.t.Fatalf("Send: %v", err)
-	}
-}
-
-func (c *deltaXDS) recv() *discoveryv3.DeltaDiscoveryResponse {
-	c.t.Helper()
-	resp, err := c.stream.Recv()
-	if err != nil {
-		c.t.Fatalf("Recv: %v", err)
-	}
-	return resp
-}
-
-// subscribe subscribes to typeURL (every resource when names is empty) and
-// returns the answer, acknowledged.
-func (c *deltaXDS) subscribe(node *corev3.Node, typeURL string, names ...string) *discoveryv3.DeltaDiscoveryResponse {
-	c.t.Helper()
-	c.send(&discoveryv3.DeltaDiscoveryRequest{Node: node, TypeUrl: typeURL, ResourceNamesSubscribe: names})
-	resp := c.recv()
-	c.ack(resp)
-	return resp
-}
-
-func (c *deltaXDS) ack(resp *discoveryv3.DeltaDiscoveryResponse) {
-	c.t.Helper()
-	c.send(&discoveryv3.DeltaDiscoveryRequest{TypeUrl: resp.GetTypeUrl(), ResponseNonce: resp.GetNonce()})
 }
 
 // servedBy maps a Delta response's resources by name.
@@ -155,12 +107,12 @@ func TestSyncPublishesToXDS(t *testing.T) {
 	full := s.delta()
 	clusters := []string{plainCluster, tlsCluster}
 
-	c := openDeltaXDS(t, xdsConn)
+	c := xdstest.NewDelta(t, xdsConn)
 	node := &corev3.Node{Id: "ext-authz-client-7", Cluster: "edge"}
-	checkServed(t, c.subscribe(node, resourcev3.ClusterType), full.GetClusters())
-	eds := c.subscribe(nil, resourcev3.EndpointType, clusters...)
+	checkServed(t, c.Subscribe(node, resourcev3.ClusterType), full.GetClusters())
+	eds := c.Subscribe(nil, resourcev3.EndpointType, clusters...)
 	checkServed(t, eds, full.GetClusterLoadAssignments())
-	lds := c.subscribe(nil, resourcev3.ListenerType)
+	lds := c.Subscribe(nil, resourcev3.ListenerType)
 	if got := slices.Sorted(func(yield func(string) bool) {
 		for name := range servedBy(lds) {
 			if !yield(name) {
@@ -181,7 +133,7 @@ func TestSyncPublishesToXDS(t *testing.T) {
 	// An endpoint change: exactly the one ClusterLoadAssignment goes out.
 	s.send(batch(2, slice("a", "10.0.0.1", "10.0.0.3")))
 	d2 := s.delta()
-	eds2 := c.recv()
+	eds2 := c.Recv()
 	if eds2.GetTypeUrl() != resourcev3.EndpointType {
 		t.Fatalf("after an endpoint change, xDS sent %s, want EDS", eds2.GetTypeUrl())
 	}
@@ -191,7 +143,7 @@ func TestSyncPublishesToXDS(t *testing.T) {
 	}
 
 	// The client rejects it: the Sync stream hears of it.
-	c.send(&discoveryv3.DeltaDiscoveryRequest{
+	c.Send(&discoveryv3.DeltaDiscoveryRequest{
 		TypeUrl: resourcev3.EndpointType, ResponseNonce: eds2.GetNonce(),
 		ErrorDetail: &rpcstatus.Status{Code: int32(codes.InvalidArgument), Message: "duplicate endpoint with the same address"},
 	})
@@ -208,9 +160,9 @@ func TestSyncPublishesToXDS(t *testing.T) {
 	s.closeAndEnd()
 	removed := map[string][]string{}
 	for range 3 {
-		resp := c.recv()
+		resp := c.Recv()
 		removed[resp.GetTypeUrl()] = slices.Sorted(slices.Values(resp.GetRemovedResources()))
-		c.ack(resp)
+		c.Ack(resp)
 	}
 	for _, typ := range []string{resourcev3.ClusterType, resourcev3.EndpointType, resourcev3.ListenerType} {
 		if !slices.Equal(removed[typ], clusters) {
@@ -227,10 +179,10 @@ func TestSyncReconnectWithinGrace(t *testing.T) {
 	first.send(batch(1, fixture(t)...))
 	first.delta()
 
-	c := openDeltaXDS(t, xdsConn)
+	c := xdstest.NewDelta(t, xdsConn)
 	node := &corev3.Node{Id: "envoy-1", Cluster: "edge"}
-	c.subscribe(node, resourcev3.ClusterType)
-	c.subscribe(nil, resourcev3.EndpointType, plainCluster, tlsCluster)
+	c.Subscribe(node, resourcev3.ClusterType)
+	c.Subscribe(nil, resourcev3.EndpointType, plainCluster, tlsCluster)
 	first.closeAndEnd()
 
 	second := openXDSSync(t, conn, "edge", false)
@@ -238,7 +190,7 @@ func TestSyncReconnectWithinGrace(t *testing.T) {
 	objs[2] = slice("a", "10.0.0.9") // one endpoint moved meanwhile
 	second.send(batch(1, objs...))
 	d := second.delta()
-	resp := c.recv()
+	resp := c.Recv()
 	if resp.GetTypeUrl() != resourcev3.EndpointType {
 		t.Fatalf("after the reconnect, xDS sent %s %v, want only the changed ClusterLoadAssignment", resp.GetTypeUrl(), resp.GetResources())
 	}

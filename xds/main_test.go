@@ -1,7 +1,6 @@
 package xds_test
 
 import (
-	"context"
 	"io"
 	"log/slog"
 	"net"
@@ -9,10 +8,7 @@ import (
 	"sync"
 	"testing"
 
-	clusterv3 "github.com/envoyproxy/go-control-plane/envoy/config/cluster/v3"
 	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
-	endpointv3 "github.com/envoyproxy/go-control-plane/envoy/config/endpoint/v3"
-	discoveryv3 "github.com/envoyproxy/go-control-plane/envoy/service/discovery/v3"
 	"go.uber.org/goleak"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
@@ -143,116 +139,6 @@ func names(rs []translate.Resource) []string {
 // node is the xDS node of a client in group "edge".
 func node(id string) *corev3.Node {
 	return &corev3.Node{Id: id, Cluster: "edge"}
-}
-
-// sotwClient is a raw State-of-the-World ADS stream.
-type sotwClient struct {
-	t      *testing.T
-	stream grpc.BidiStreamingClient[discoveryv3.DiscoveryRequest, discoveryv3.DiscoveryResponse]
-}
-
-func newSotwClient(t *testing.T, conn *grpc.ClientConn) *sotwClient {
-	t.Helper()
-	ctx, cancel := context.WithCancel(t.Context())
-	t.Cleanup(cancel)
-	stream, err := discoveryv3.NewAggregatedDiscoveryServiceClient(conn).StreamAggregatedResources(ctx)
-	if err != nil {
-		t.Fatalf("StreamAggregatedResources: %v", err)
-	}
-	return &sotwClient{t: t, stream: stream}
-}
-
-func (c *sotwClient) send(req *discoveryv3.DiscoveryRequest) {
-	c.t.Helper()
-	if err := c.stream.Send(req); err != nil {
-		c.t.Fatalf("Send: %v", err)
-	}
-}
-
-func (c *sotwClient) recv() *discoveryv3.DiscoveryResponse {
-	c.t.Helper()
-	resp, err := c.stream.Recv()
-	if err != nil {
-		c.t.Fatalf("Recv: %v", err)
-	}
-	return resp
-}
-
-// ack acknowledges resp, subscribing to names.
-func (c *sotwClient) ack(resp *discoveryv3.DiscoveryResponse, names ...string) {
-	c.t.Helper()
-	c.send(&discoveryv3.DiscoveryRequest{TypeUrl: resp.GetTypeUrl(), VersionInfo: resp.GetVersionInfo(), ResponseNonce: resp.GetNonce(), ResourceNames: names})
-}
-
-// deltaClient is a raw Delta ADS stream.
-type deltaClient struct {
-	t      *testing.T
-	stream grpc.BidiStreamingClient[discoveryv3.DeltaDiscoveryRequest, discoveryv3.DeltaDiscoveryResponse]
-}
-
-func newDeltaClient(t *testing.T, conn *grpc.ClientConn) *deltaClient {
-	t.Helper()
-	ctx, cancel := context.WithCancel(t.Context())
-	t.Cleanup(cancel)
-	stream, err := discoveryv3.NewAggregatedDiscoveryServiceClient(conn).DeltaAggregatedResources(ctx)
-	if err != nil {
-		t.Fatalf("DeltaAggregatedResources: %v", err)
-	}
-	return &deltaClient{t: t, stream: stream}
-}
-
-func (c *deltaClient) send(req *discoveryv3.DeltaDiscoveryRequest) {
-	c.t.Helper()
-	if err := c.stream.Send(req); err != nil {
-		c.t.Fatalf("Send: %v", err)
-	}
-}
-
-func (c *deltaClient) recv() *discoveryv3.DeltaDiscoveryResponse {
-	c.t.Helper()
-	resp, err := c.stream.Recv()
-	if err != nil {
-		c.t.Fatalf("Recv: %v", err)
-	}
-	return resp
-}
-
-func (c *deltaClient) ack(resp *discoveryv3.DeltaDiscoveryResponse) {
-	c.t.Helper()
-	c.send(&discoveryv3.DeltaDiscoveryRequest{TypeUrl: resp.GetTypeUrl(), ResponseNonce: resp.GetNonce()})
-}
-
-// sotwNames lists the names of a State-of-the-World response's resources,
-// in order.
-func sotwNames(t *testing.T, resp *discoveryv3.DiscoveryResponse) []string {
-	t.Helper()
-	out := make([]string, 0, len(resp.GetResources()))
-	for _, a := range resp.GetResources() {
-		m, err := a.UnmarshalNew()
-		if err != nil {
-			t.Fatalf("UnmarshalNew: %v", err)
-		}
-		switch r := m.(type) {
-		case *clusterv3.Cluster:
-			out = append(out, r.GetName())
-		case *endpointv3.ClusterLoadAssignment:
-			out = append(out, r.GetClusterName())
-		case interface{ GetName() string }:
-			out = append(out, r.GetName())
-		}
-	}
-	slices.Sort(out)
-	return out
-}
-
-// deltaNames lists a Delta response's resource names, sorted.
-func deltaNames(resp *discoveryv3.DeltaDiscoveryResponse) []string {
-	out := make([]string, 0, len(resp.GetResources()))
-	for _, r := range resp.GetResources() {
-		out = append(out, r.GetName())
-	}
-	slices.Sort(out)
-	return out
 }
 
 // unpack decodes a.

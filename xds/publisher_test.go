@@ -19,6 +19,7 @@ import (
 	"google.golang.org/protobuf/testing/protocmp"
 
 	"github.com/tributary-dev/tributary/internal/workload"
+	"github.com/tributary-dev/tributary/internal/xdstest"
 	"github.com/tributary-dev/tributary/source"
 	"github.com/tributary-dev/tributary/translate"
 	"github.com/tributary-dev/tributary/xds"
@@ -59,19 +60,19 @@ func TestSotWSendsOnlyChangedResources(t *testing.T) {
 	mustApply(t, pub, everything(v1))
 	all := names(v1.Clusters)
 
-	c := newSotwClient(t, conn)
-	c.send(&discoveryv3.DiscoveryRequest{Node: node("envoy-1"), TypeUrl: resourcev3.ClusterType})
-	cds := c.recv()
-	if got := sotwNames(t, cds); !slices.Equal(got, all) {
+	c := xdstest.NewSotW(t, conn)
+	c.Send(&discoveryv3.DiscoveryRequest{Node: node("envoy-1"), TypeUrl: resourcev3.ClusterType})
+	cds := c.Recv()
+	if got := xdstest.SotWNames(t, cds); !slices.Equal(got, all) {
 		t.Fatalf("CDS: got %v, want %v", got, all)
 	}
-	c.ack(cds)
-	c.send(&discoveryv3.DiscoveryRequest{TypeUrl: resourcev3.EndpointType, ResourceNames: all})
-	eds := c.recv()
-	if got := sotwNames(t, eds); !slices.Equal(got, all) {
+	c.Ack(cds)
+	c.Send(&discoveryv3.DiscoveryRequest{TypeUrl: resourcev3.EndpointType, ResourceNames: all})
+	eds := c.Recv()
+	if got := xdstest.SotWNames(t, eds); !slices.Equal(got, all) {
 		t.Fatalf("EDS: got %v, want %v", got, all)
 	}
-	c.ack(eds, all...)
+	c.Ack(eds, all...)
 
 	// Every Cluster served gets its endpoints over ADS.
 	cl := unpack(t, cds.GetResources()[0], new(clusterv3.Cluster))
@@ -86,11 +87,11 @@ func TestSotWSendsOnlyChangedResources(t *testing.T) {
 		t.Fatalf("test setup: moving an endpoint changed %v and %v", names(ch.Clusters), names(ch.ClusterLoadAssignments))
 	}
 	mustApply(t, pub, ch)
-	eds2 := c.recv()
+	eds2 := c.Recv()
 	if eds2.GetTypeUrl() != resourcev3.EndpointType {
 		t.Fatalf("after an endpoint moved, got a %s response, want EDS only", eds2.GetTypeUrl())
 	}
-	if got, want := sotwNames(t, eds2), names(ch.ClusterLoadAssignments); !slices.Equal(got, want) {
+	if got, want := xdstest.SotWNames(t, eds2), names(ch.ClusterLoadAssignments); !slices.Equal(got, want) {
 		t.Fatalf("EDS after a move: got %v, want exactly %v", got, want)
 	}
 	if eds2.GetVersionInfo() == eds.GetVersionInfo() {
@@ -104,7 +105,7 @@ func TestSotWSendsOnlyChangedResources(t *testing.T) {
 	if d := cmp.Diff(want, got, protocmp.Transform()); d != "" {
 		t.Errorf("published ClusterLoadAssignment differs from the translated one (-want +got):\n%s", d)
 	}
-	c.ack(eds2, all...)
+	c.Ack(eds2, all...)
 
 	objs.ExtensionServices[0].Spec.LoadBalancerPolicy = &source.LoadBalancerPolicy{Strategy: "Random"}
 	v3 := translate.Translate(objs, source.Settings{})
@@ -113,11 +114,11 @@ func TestSotWSendsOnlyChangedResources(t *testing.T) {
 		t.Fatalf("test setup: a new load balancer policy changed %v and %v", names(ch.Clusters), names(ch.ClusterLoadAssignments))
 	}
 	mustApply(t, pub, ch)
-	cds2 := c.recv()
+	cds2 := c.Recv()
 	if cds2.GetTypeUrl() != resourcev3.ClusterType {
 		t.Fatalf("after a Cluster changed, got a %s response, want CDS", cds2.GetTypeUrl())
 	}
-	if got := sotwNames(t, cds2); !slices.Equal(got, all) {
+	if got := xdstest.SotWNames(t, cds2); !slices.Equal(got, all) {
 		t.Errorf("CDS is full-state: got %v, want %v", got, all)
 	}
 	if cds2.GetVersionInfo() == cds.GetVersionInfo() {
@@ -135,16 +136,16 @@ func TestDeltaSendsOnlyChangedResources(t *testing.T) {
 	mustApply(t, pub, everything(v1))
 	all := names(v1.Clusters)
 
-	c := newDeltaClient(t, conn)
-	c.send(&discoveryv3.DeltaDiscoveryRequest{Node: node("envoy-1"), TypeUrl: resourcev3.ClusterType})
-	cds := c.recv()
-	if got := deltaNames(cds); !slices.Equal(got, all) {
+	c := xdstest.NewDelta(t, conn)
+	c.Send(&discoveryv3.DeltaDiscoveryRequest{Node: node("envoy-1"), TypeUrl: resourcev3.ClusterType})
+	cds := c.Recv()
+	if got := xdstest.DeltaNames(cds); !slices.Equal(got, all) {
 		t.Fatalf("CDS: got %v, want %v", got, all)
 	}
-	c.ack(cds)
-	c.send(&discoveryv3.DeltaDiscoveryRequest{TypeUrl: resourcev3.EndpointType, ResourceNamesSubscribe: all})
-	eds := c.recv()
-	if got := deltaNames(eds); !slices.Equal(got, all) {
+	c.Ack(cds)
+	c.Send(&discoveryv3.DeltaDiscoveryRequest{TypeUrl: resourcev3.EndpointType, ResourceNamesSubscribe: all})
+	eds := c.Recv()
+	if got := xdstest.DeltaNames(eds); !slices.Equal(got, all) {
 		t.Fatalf("EDS: got %v, want %v", got, all)
 	}
 	versions := map[string]string{}
@@ -154,20 +155,20 @@ func TestDeltaSendsOnlyChangedResources(t *testing.T) {
 		}
 		versions[r.GetName()] = r.GetVersion()
 	}
-	c.ack(eds)
+	c.Ack(eds)
 
 	moveEndpoint(objs, 4, "10.200.0.2")
 	v2 := translate.Translate(objs, source.Settings{})
 	ch := changes(v1, v2)
 	mustApply(t, pub, ch)
-	eds2 := c.recv()
-	if got, want := deltaNames(eds2), names(ch.ClusterLoadAssignments); eds2.GetTypeUrl() != resourcev3.EndpointType || !slices.Equal(got, want) || len(eds2.GetRemovedResources()) != 0 {
+	eds2 := c.Recv()
+	if got, want := xdstest.DeltaNames(eds2), names(ch.ClusterLoadAssignments); eds2.GetTypeUrl() != resourcev3.EndpointType || !slices.Equal(got, want) || len(eds2.GetRemovedResources()) != 0 {
 		t.Fatalf("after an endpoint moved: got %s %v removing %v, want EDS %v only", eds2.GetTypeUrl(), got, eds2.GetRemovedResources(), want)
 	}
 	if r := eds2.GetResources()[0]; r.GetVersion() == versions[r.GetName()] {
 		t.Errorf("%s: version %q did not change", r.GetName(), r.GetVersion())
 	}
-	c.ack(eds2)
+	c.Ack(eds2)
 
 	// Deleting an ExtensionService removes its Cluster and its
 	// ClusterLoadAssignment, and nothing else.
@@ -176,15 +177,15 @@ func TestDeltaSendsOnlyChangedResources(t *testing.T) {
 	ch = changes(v2, v3)
 	mustApply(t, pub, ch)
 	for range 2 {
-		resp := c.recv()
+		resp := c.Recv()
 		want := ch.RemovedClusters
 		if resp.GetTypeUrl() == resourcev3.EndpointType {
 			want = ch.RemovedClusterLoadAssignments
 		}
 		if len(resp.GetResources()) != 0 || !slices.Equal(resp.GetRemovedResources(), want) {
-			t.Errorf("%s after a deletion: got %v removing %v, want only the removal of %v", resp.GetTypeUrl(), deltaNames(resp), resp.GetRemovedResources(), want)
+			t.Errorf("%s after a deletion: got %v removing %v, want only the removal of %v", resp.GetTypeUrl(), xdstest.DeltaNames(resp), resp.GetRemovedResources(), want)
 		}
-		c.ack(resp)
+		c.Ack(resp)
 	}
 }
 
@@ -205,9 +206,9 @@ func TestNodeGroups(t *testing.T) {
 		{&corev3.Node{Id: "lone-client"}, names(other.Clusters)},
 		{&corev3.Node{Id: "lone-client", Cluster: "elsewhere"}, []string{}},
 	} {
-		c := newDeltaClient(t, conn)
-		c.send(&discoveryv3.DeltaDiscoveryRequest{Node: tc.node, TypeUrl: resourcev3.ClusterType})
-		if got := deltaNames(c.recv()); !slices.Equal(got, tc.want) {
+		c := xdstest.NewDelta(t, conn)
+		c.Send(&discoveryv3.DeltaDiscoveryRequest{Node: tc.node, TypeUrl: resourcev3.ClusterType})
+		if got := xdstest.DeltaNames(c.Recv()); !slices.Equal(got, tc.want) {
 			t.Errorf("node %v: got %v, want %v", tc.node, got, tc.want)
 		}
 	}
@@ -228,10 +229,10 @@ func TestSotWNackIsReportedAndNotResent(t *testing.T) {
 	mustApply(t, pub, everything(v1))
 	all := names(v1.Clusters)
 
-	c := newSotwClient(t, conn)
-	c.send(&discoveryv3.DiscoveryRequest{Node: node("grpc-1"), TypeUrl: resourcev3.ClusterType})
-	cds := c.recv()
-	c.send(&discoveryv3.DiscoveryRequest{
+	c := xdstest.NewSotW(t, conn)
+	c.Send(&discoveryv3.DiscoveryRequest{Node: node("grpc-1"), TypeUrl: resourcev3.ClusterType})
+	cds := c.Recv()
+	c.Send(&discoveryv3.DiscoveryRequest{
 		TypeUrl: resourcev3.ClusterType, ResponseNonce: cds.GetNonce(),
 		ErrorDetail: &status.Status{Code: 3, Message: "CDS's EDS config source is not to my taste"},
 	})
@@ -243,7 +244,7 @@ func TestSotWNackIsReportedAndNotResent(t *testing.T) {
 		t.Errorf("NACK handed to the Publication (-want +got):\n%s", d)
 	}
 	// The client repeats its NACK: it is not reported again.
-	c.send(&discoveryv3.DiscoveryRequest{
+	c.Send(&discoveryv3.DiscoveryRequest{
 		TypeUrl: resourcev3.ClusterType, ResponseNonce: cds.GetNonce(),
 		ErrorDetail: &status.Status{Code: 3, Message: "CDS's EDS config source is not to my taste"},
 	})
@@ -251,17 +252,17 @@ func TestSotWNackIsReportedAndNotResent(t *testing.T) {
 	// The server handles an ADS stream's requests in order, and a resend
 	// of the rejected Clusters would be queued while handling the NACK:
 	// it would arrive before the answer to this later EDS request.
-	c.send(&discoveryv3.DiscoveryRequest{TypeUrl: resourcev3.EndpointType, ResourceNames: all})
-	if resp := c.recv(); resp.GetTypeUrl() != resourcev3.EndpointType {
+	c.Send(&discoveryv3.DiscoveryRequest{TypeUrl: resourcev3.EndpointType, ResourceNames: all})
+	if resp := c.Recv(); resp.GetTypeUrl() != resourcev3.EndpointType {
 		t.Fatalf("after the NACK, got %s version %q, want the EDS answer (the rejected CDS response was sent again)", resp.GetTypeUrl(), resp.GetVersionInfo())
 	} else {
-		c.ack(resp, all...)
+		c.Ack(resp, all...)
 	}
 
 	objs.ExtensionServices[1].Spec.LoadBalancerPolicy = &source.LoadBalancerPolicy{Strategy: "Random"}
 	v2 := translate.Translate(objs, source.Settings{})
 	mustApply(t, pub, changes(v1, v2))
-	if resp := c.recv(); resp.GetTypeUrl() != resourcev3.ClusterType || resp.GetVersionInfo() == cds.GetVersionInfo() {
+	if resp := c.Recv(); resp.GetTypeUrl() != resourcev3.ClusterType || resp.GetVersionInfo() == cds.GetVersionInfo() {
 		t.Errorf("after a change, got %s version %q, want CDS with a new version", resp.GetTypeUrl(), resp.GetVersionInfo())
 	}
 	rec.mu.Lock()
@@ -281,10 +282,10 @@ func TestDeltaNackIsReportedAndNotResent(t *testing.T) {
 	mustApply(t, pub, everything(v1))
 	all := names(v1.Clusters)
 
-	c := newDeltaClient(t, conn)
-	c.send(&discoveryv3.DeltaDiscoveryRequest{Node: node("grpc-2"), TypeUrl: resourcev3.EndpointType, ResourceNamesSubscribe: all})
-	eds := c.recv()
-	c.send(&discoveryv3.DeltaDiscoveryRequest{
+	c := xdstest.NewDelta(t, conn)
+	c.Send(&discoveryv3.DeltaDiscoveryRequest{Node: node("grpc-2"), TypeUrl: resourcev3.EndpointType, ResourceNamesSubscribe: all})
+	eds := c.Recv()
+	c.Send(&discoveryv3.DeltaDiscoveryRequest{
 		TypeUrl: resourcev3.EndpointType, ResponseNonce: eds.GetNonce(),
 		ErrorDetail: &status.Status{Code: 3, Message: "duplicate locality"},
 	})
@@ -295,16 +296,16 @@ func TestDeltaNackIsReportedAndNotResent(t *testing.T) {
 	if d := cmp.Diff(want, <-rec.nacked); d != "" {
 		t.Errorf("NACK handed to the Publication (-want +got):\n%s", d)
 	}
-	c.send(&discoveryv3.DeltaDiscoveryRequest{TypeUrl: resourcev3.ClusterType})
-	if resp := c.recv(); resp.GetTypeUrl() != resourcev3.ClusterType {
-		t.Fatalf("after the NACK, got %s %v, want the CDS answer", resp.GetTypeUrl(), deltaNames(resp))
+	c.Send(&discoveryv3.DeltaDiscoveryRequest{TypeUrl: resourcev3.ClusterType})
+	if resp := c.Recv(); resp.GetTypeUrl() != resourcev3.ClusterType {
+		t.Fatalf("after the NACK, got %s %v, want the CDS answer", resp.GetTypeUrl(), xdstest.DeltaNames(resp))
 	}
 	moveEndpoint(objs, 0, "10.200.0.3")
 	v2 := translate.Translate(objs, source.Settings{})
 	ch := changes(v1, v2)
 	mustApply(t, pub, ch)
-	if resp := c.recv(); !slices.Equal(deltaNames(resp), names(ch.ClusterLoadAssignments)) {
-		t.Errorf("after a change, got %s %v, want %v", resp.GetTypeUrl(), deltaNames(resp), names(ch.ClusterLoadAssignments))
+	if resp := c.Recv(); !slices.Equal(xdstest.DeltaNames(resp), names(ch.ClusterLoadAssignments)) {
+		t.Errorf("after a change, got %s %v, want %v", resp.GetTypeUrl(), xdstest.DeltaNames(resp), names(ch.ClusterLoadAssignments))
 	}
 }
 
@@ -340,10 +341,10 @@ func TestValidationKeepsLastGoodVersion(t *testing.T) {
 	if got := rec.refusedSoFar(); !slices.Equal(got, wantRefused) {
 		t.Errorf("refused %v, want %v", got, wantRefused)
 	}
-	c := newDeltaClient(t, conn)
-	c.send(&discoveryv3.DeltaDiscoveryRequest{Node: node("envoy-1"), TypeUrl: resourcev3.EndpointType, ResourceNamesSubscribe: []string{good.Name, "extension/x/y"}})
-	resp := c.recv()
-	if got := deltaNames(resp); !slices.Equal(got, []string{good.Name}) {
+	c := xdstest.NewDelta(t, conn)
+	c.Send(&discoveryv3.DeltaDiscoveryRequest{Node: node("envoy-1"), TypeUrl: resourcev3.EndpointType, ResourceNamesSubscribe: []string{good.Name, "extension/x/y"}})
+	resp := c.Recv()
+	if got := xdstest.DeltaNames(resp); !slices.Equal(got, []string{good.Name}) {
 		t.Fatalf("served %v, want only the last good %s", got, good.Name)
 	}
 	served := unpack(t, resp.GetResources()[0].GetResource(), new(endpointv3.ClusterLoadAssignment))
@@ -368,22 +369,22 @@ func TestWithdrawAfterGrace(t *testing.T) {
 	mustApply(t, pub, everything(v1))
 	all := names(v1.Clusters)
 
-	c := newDeltaClient(t, conn)
+	c := xdstest.NewDelta(t, conn)
 	types := []string{resourcev3.ClusterType, resourcev3.EndpointType, resourcev3.ListenerType}
 	for _, typ := range types {
-		c.send(&discoveryv3.DeltaDiscoveryRequest{Node: node("envoy-1"), TypeUrl: typ})
-		resp := c.recv()
-		if got := deltaNames(resp); !slices.Equal(got, all) {
+		c.Send(&discoveryv3.DeltaDiscoveryRequest{Node: node("envoy-1"), TypeUrl: typ})
+		resp := c.Recv()
+		if got := xdstest.DeltaNames(resp); !slices.Equal(got, all) {
 			t.Fatalf("%s: got %v, want %v", typ, got, all)
 		}
-		c.ack(resp)
+		c.Ack(resp)
 	}
 	pub.Close()
 	removed := map[string][]string{}
 	for range types {
-		resp := c.recv()
+		resp := c.Recv()
 		removed[resp.GetTypeUrl()] = slices.Sorted(slices.Values(resp.GetRemovedResources()))
-		c.ack(resp)
+		c.Ack(resp)
 	}
 	for _, typ := range types {
 		if !slices.Equal(removed[typ], all) {
@@ -403,18 +404,18 @@ func TestTakeoverWithinGrace(t *testing.T) {
 	mustApply(t, old, everything(v1))
 	all := names(v1.Clusters)
 
-	c := newDeltaClient(t, conn)
-	c.send(&discoveryv3.DeltaDiscoveryRequest{Node: node("envoy-1"), TypeUrl: resourcev3.ClusterType})
-	c.ack(c.recv())
-	c.send(&discoveryv3.DeltaDiscoveryRequest{TypeUrl: resourcev3.EndpointType, ResourceNamesSubscribe: all})
-	c.ack(c.recv())
+	c := xdstest.NewDelta(t, conn)
+	c.Send(&discoveryv3.DeltaDiscoveryRequest{Node: node("envoy-1"), TypeUrl: resourcev3.ClusterType})
+	c.Ack(c.Recv())
+	c.Send(&discoveryv3.DeltaDiscoveryRequest{TypeUrl: resourcev3.EndpointType, ResourceNamesSubscribe: all})
+	c.Ack(c.Recv())
 	// A State-of-the-World client too: its versions are per response, so
 	// only the Publisher's skipping of unchanged resources keeps it quiet.
-	sc := newSotwClient(t, conn)
-	sc.send(&discoveryv3.DiscoveryRequest{Node: node("envoy-2"), TypeUrl: resourcev3.ClusterType})
-	sc.ack(sc.recv())
-	sc.send(&discoveryv3.DiscoveryRequest{TypeUrl: resourcev3.EndpointType, ResourceNames: all})
-	sc.ack(sc.recv(), all...)
+	sc := xdstest.NewSotW(t, conn)
+	sc.Send(&discoveryv3.DiscoveryRequest{Node: node("envoy-2"), TypeUrl: resourcev3.ClusterType})
+	sc.Ack(sc.Recv())
+	sc.Send(&discoveryv3.DiscoveryRequest{TypeUrl: resourcev3.EndpointType, ResourceNames: all})
+	sc.Ack(sc.Recv(), all...)
 
 	superseded := make(chan struct{})
 	old2, err := p.Open("edge-2", xds.PublicationOptions{OnSuperseded: func() { close(superseded) }})
@@ -447,30 +448,30 @@ func TestTakeoverWithinGrace(t *testing.T) {
 	// Only the moved endpoint's ClusterLoadAssignment is sent, then,
 	// once the grace period ends, the removal of the dropped
 	// ExtensionService's resources.
-	resp := c.recv()
-	if got := deltaNames(resp); resp.GetTypeUrl() != resourcev3.EndpointType || !slices.Equal(got, names(ch.ClusterLoadAssignments)) {
+	resp := c.Recv()
+	if got := xdstest.DeltaNames(resp); resp.GetTypeUrl() != resourcev3.EndpointType || !slices.Equal(got, names(ch.ClusterLoadAssignments)) {
 		t.Fatalf("after the takeover, got %s %v, want EDS %v", resp.GetTypeUrl(), got, names(ch.ClusterLoadAssignments))
 	}
-	c.ack(resp)
-	if resp := sc.recv(); resp.GetTypeUrl() != resourcev3.EndpointType || !slices.Equal(sotwNames(t, resp), names(ch.ClusterLoadAssignments)) {
-		t.Fatalf("after the takeover, the SotW client got %s %v, want EDS %v", resp.GetTypeUrl(), sotwNames(t, resp), names(ch.ClusterLoadAssignments))
+	c.Ack(resp)
+	if resp := sc.Recv(); resp.GetTypeUrl() != resourcev3.EndpointType || !slices.Equal(xdstest.SotWNames(t, resp), names(ch.ClusterLoadAssignments)) {
+		t.Fatalf("after the takeover, the SotW client got %s %v, want EDS %v", resp.GetTypeUrl(), xdstest.SotWNames(t, resp), names(ch.ClusterLoadAssignments))
 	} else {
-		sc.ack(resp, all...)
+		sc.Ack(resp, all...)
 	}
 	xds.WithdrawStale(p, "edge")
-	if resp := sc.recv(); resp.GetTypeUrl() != resourcev3.ClusterType || !slices.Equal(sotwNames(t, resp), names(v2.Clusters)) {
-		t.Errorf("after the grace period, the SotW client got %s %v, want CDS %v", resp.GetTypeUrl(), sotwNames(t, resp), names(v2.Clusters))
+	if resp := sc.Recv(); resp.GetTypeUrl() != resourcev3.ClusterType || !slices.Equal(xdstest.SotWNames(t, resp), names(v2.Clusters)) {
+		t.Errorf("after the grace period, the SotW client got %s %v, want CDS %v", resp.GetTypeUrl(), xdstest.SotWNames(t, resp), names(v2.Clusters))
 	}
 	for range 2 {
-		resp := c.recv()
+		resp := c.Recv()
 		want := ch.RemovedClusters
 		if resp.GetTypeUrl() == resourcev3.EndpointType {
 			want = ch.RemovedClusterLoadAssignments
 		}
 		if len(resp.GetResources()) != 0 || !slices.Equal(resp.GetRemovedResources(), want) {
-			t.Errorf("%s after the grace period: got %v removing %v, want only the removal of %v", resp.GetTypeUrl(), deltaNames(resp), resp.GetRemovedResources(), want)
+			t.Errorf("%s after the grace period: got %v removing %v, want only the removal of %v", resp.GetTypeUrl(), xdstest.DeltaNames(resp), resp.GetRemovedResources(), want)
 		}
-		c.ack(resp)
+		c.Ack(resp)
 	}
 }
 
@@ -493,7 +494,7 @@ func TestPerTypeServices(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := sotwNames(t, resp); resp.GetTypeUrl() != resourcev3.EndpointType || !slices.Equal(got, all) {
+	if got := xdstest.SotWNames(t, resp); resp.GetTypeUrl() != resourcev3.EndpointType || !slices.Equal(got, all) {
 		t.Errorf("EDS service: got %s %v, want %v", resp.GetTypeUrl(), got, all)
 	}
 
@@ -508,7 +509,7 @@ func TestPerTypeServices(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := deltaNames(dresp); dresp.GetTypeUrl() != resourcev3.ClusterType || !slices.Equal(got, all) {
+	if got := xdstest.DeltaNames(dresp); dresp.GetTypeUrl() != resourcev3.ClusterType || !slices.Equal(got, all) {
 		t.Errorf("CDS service: got %s %v, want %v", dresp.GetTypeUrl(), got, all)
 	}
 }
@@ -523,9 +524,9 @@ func TestListenersOnlyForPublishedClusters(t *testing.T) {
 	ch.Clusters = append(ch.Clusters, translate.Resource{Name: "extension/x/undecodable", Version: "junk", Body: []byte{0xff}})
 	mustApply(t, mustOpen(t, p, "edge", xds.PublicationOptions{Listeners: true}), ch)
 
-	c := newDeltaClient(t, conn)
-	c.send(&discoveryv3.DeltaDiscoveryRequest{Node: node("grpc-1"), TypeUrl: resourcev3.ListenerType})
-	if got, want := deltaNames(c.recv()), names(res.Clusters); !slices.Equal(got, want) {
+	c := xdstest.NewDelta(t, conn)
+	c.Send(&discoveryv3.DeltaDiscoveryRequest{Node: node("grpc-1"), TypeUrl: resourcev3.ListenerType})
+	if got, want := xdstest.DeltaNames(c.Recv()), names(res.Clusters); !slices.Equal(got, want) {
 		t.Errorf("Listeners %v, want %v", got, want)
 	}
 	if got := rec.refusedSoFar(); !slices.Equal(got, []string{"edge " + resourcev3.ClusterType + " extension/x/undecodable"}) {

@@ -21,7 +21,6 @@ import (
 	clusterv3 "github.com/envoyproxy/go-control-plane/envoy/config/cluster/v3"
 	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
 	endpointv3 "github.com/envoyproxy/go-control-plane/envoy/config/endpoint/v3"
-	discoveryv3 "github.com/envoyproxy/go-control-plane/envoy/service/discovery/v3"
 	resourcev3 "github.com/envoyproxy/go-control-plane/pkg/resource/v3"
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
@@ -36,6 +35,7 @@ import (
 	"github.com/tributary-dev/tributary/client"
 	"github.com/tributary-dev/tributary/client/contour"
 	tributaryv1 "github.com/tributary-dev/tributary/gen/go/tributary/v1"
+	"github.com/tributary-dev/tributary/internal/xdstest"
 	"github.com/tributary-dev/tributary/server"
 )
 
@@ -192,7 +192,7 @@ func TestReplicatedAdapterFailover(t *testing.T) {
 	bin := buildTributary(t)
 	first, second := startReplica(t, bin), startReplica(t, bin)
 	// An Envoy on each replica, as Envoys connect to any of them.
-	envoys := map[string]*xdsWatcher{first.address: watchXDS(t, first.xdsAddress), second.address: watchXDS(t, second.xdsAddress)}
+	envoys := map[string]*xdstest.Watcher{first.address: watchXDS(t, first.xdsAddress), second.address: watchXDS(t, second.xdsAddress)}
 	dns := &fakeDNS{}
 	dns.set(first.address, second.address)
 
@@ -344,7 +344,7 @@ func TestReplicatedAdapterFailover(t *testing.T) {
 // awaitReplicas waits until the adapter knows exactly the replicas at addrs,
 // each one's output is want, and each serves want's Clusters and
 // ClusterLoadAssignments to its Envoy.
-func awaitReplicas(t *testing.T, name string, a *contour.ReplicatedAdapter, envoys map[string]*xdsWatcher, addrs []string, want state) {
+func awaitReplicas(t *testing.T, name string, a *contour.ReplicatedAdapter, envoys map[string]*xdstest.Watcher, addrs []string, want state) {
 	t.Helper()
 	if addrs == nil {
 		return
@@ -364,7 +364,7 @@ func awaitReplicas(t *testing.T, name string, a *contour.ReplicatedAdapter, envo
 			if d := cmp.Diff(want, viewState(v), cmp.AllowUnexported(state{}), protocmp.Transform(), cmpopts.EquateEmpty()); d != "" {
 				diffs = append(diffs, fmt.Sprintf("replica %s (-want +got):\n%s", addr, d))
 			}
-			served, err := envoys[addr].state()
+			served, err := servedState(envoys[addr])
 			if err != nil {
 				t.Fatalf("%s: replica %s: xDS stream: %v", name, addr, err)
 			}
@@ -501,103 +501,35 @@ func TestLookupReplicas(t *testing.T) {
 // Contour starts it with --service-cluster $(CONTOUR_NAMESPACE).
 var xdsNode = &corev3.Node{Id: "envoy-7d9f", Cluster: "projectcontour"}
 
-// xdsWatcher is an Envoy's view of one replica's xDS server: one State of
-// the World ADS stream subscribed to every Cluster and to the
-// ClusterLoadAssignment of ext-authz, ACKing each response and keeping
-// what it accepted.
-type xdsWatcher struct {
-	mu       sync.Mutex
-	clusters map[string]*clusterv3.Cluster
-	clas     map[string]*endpointv3.ClusterLoadAssignment
-	err      error
-}
-
-// watchXDS opens the stream to the xDS server at addr until the test ends.
-func watchXDS(t *testing.T, addr string) *xdsWatcher {
+// watchXDS is an Envoy's view of the xDS server at addr until the test
+// ends: one State of the World ADS stream subscribed to every Cluster and
+// to the ClusterLoadAssignment of ext-authz, ACKing each response and
+// keeping what it accepted.
+func watchXDS(t *testing.T, addr string) *xdstest.Watcher {
 	t.Helper()
 	conn, err := grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	w := &xdsWatcher{clusters: map[string]*clusterv3.Cluster{}, clas: map[string]*endpointv3.ClusterLoadAssignment{}}
-	done := make(chan struct{})
-	t.Cleanup(func() {
-		cancel()
-		<-done
-		conn.Close()
+	t.Cleanup(func() { conn.Close() })
+	return xdstest.Watch(context.Background(), t, conn, xdstest.SotW, xdsNode, map[string][]string{
+		resourcev3.ClusterType:  nil,
+		resourcev3.EndpointType: {clusterName},
 	})
-	go func() {
-		defer close(done)
-		err := w.run(ctx, discoveryv3.NewAggregatedDiscoveryServiceClient(conn))
-		w.mu.Lock()
-		w.err = err
-		w.mu.Unlock()
-	}()
-	return w
 }
 
-func (w *xdsWatcher) run(ctx context.Context, ads discoveryv3.AggregatedDiscoveryServiceClient) error {
-	st, err := ads.StreamAggregatedResources(ctx)
-	if err != nil {
-		return err
+// servedState returns the Clusters and ClusterLoadAssignments w accepted so
+// far, and the stream's error.
+func servedState(w *xdstest.Watcher) (state, error) {
+	st, err := w.State()
+	out := state{clusters: map[string]*clusterv3.Cluster{}, clas: map[string]*endpointv3.ClusterLoadAssignment{}}
+	for name, m := range st.Resources[resourcev3.ClusterType] {
+		out.clusters[name] = m.(*clusterv3.Cluster)
 	}
-	names := map[string][]string{resourcev3.ClusterType: nil, resourcev3.EndpointType: {clusterName}}
-	for i, typeURL := range []string{resourcev3.ClusterType, resourcev3.EndpointType} {
-		req := &discoveryv3.DiscoveryRequest{TypeUrl: typeURL, ResourceNames: names[typeURL]}
-		if i == 0 {
-			req.Node = xdsNode
-		}
-		if err := st.Send(req); err != nil {
-			return err
-		}
+	for name, m := range st.Resources[resourcev3.EndpointType] {
+		out.clas[name] = m.(*endpointv3.ClusterLoadAssignment)
 	}
-	for {
-		resp, err := st.Recv()
-		if err != nil {
-			return err
-		}
-		clusters := map[string]*clusterv3.Cluster{}
-		clas := map[string]*endpointv3.ClusterLoadAssignment{}
-		for _, r := range resp.GetResources() {
-			switch resp.GetTypeUrl() {
-			case resourcev3.ClusterType:
-				c := &clusterv3.Cluster{}
-				if err := r.UnmarshalTo(c); err != nil {
-					return err
-				}
-				clusters[c.GetName()] = c
-			case resourcev3.EndpointType:
-				cla := &endpointv3.ClusterLoadAssignment{}
-				if err := r.UnmarshalTo(cla); err != nil {
-					return err
-				}
-				clas[cla.GetClusterName()] = cla
-			}
-		}
-		if err := st.Send(&discoveryv3.DiscoveryRequest{
-			TypeUrl: resp.GetTypeUrl(), ResourceNames: names[resp.GetTypeUrl()],
-			VersionInfo: resp.GetVersionInfo(), ResponseNonce: resp.GetNonce(),
-		}); err != nil {
-			return err
-		}
-		w.mu.Lock()
-		// State of the World: a Cluster response holds every Cluster, a
-		// ClusterLoadAssignment response those that changed.
-		if resp.GetTypeUrl() == resourcev3.ClusterType {
-			w.clusters = clusters
-		} else {
-			maps.Copy(w.clas, clas)
-		}
-		w.mu.Unlock()
-	}
-}
-
-// state returns the resources accepted so far, and the stream's error.
-func (w *xdsWatcher) state() (state, error) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return state{clusters: maps.Clone(w.clusters), clas: maps.Clone(w.clas)}, w.err
+	return out, err
 }
 
 // servedOverXDS is what an xDS server that serves want's Clusters and

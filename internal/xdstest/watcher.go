@@ -1,4 +1,4 @@
-package e2e
+package xdstest
 
 import (
 	"context"
@@ -10,10 +10,8 @@ import (
 	"testing"
 	"time"
 
-	clusterv3 "github.com/envoyproxy/go-control-plane/envoy/config/cluster/v3"
 	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
 	endpointv3 "github.com/envoyproxy/go-control-plane/envoy/config/endpoint/v3"
-	listenerv3 "github.com/envoyproxy/go-control-plane/envoy/config/listener/v3"
 	discoveryv3 "github.com/envoyproxy/go-control-plane/envoy/service/discovery/v3"
 	resourcev3 "github.com/envoyproxy/go-control-plane/pkg/resource/v3"
 	rpcstatus "google.golang.org/genproto/googleapis/rpc/status"
@@ -23,27 +21,28 @@ import (
 	"google.golang.org/protobuf/types/known/anypb"
 )
 
-// adsMode is the ADS variant an adsWatcher speaks.
-type adsMode string
+// Mode is the ADS variant a Watcher speaks.
+type Mode string
 
 const (
-	// stateOfTheWorld is StreamAggregatedResources, what gRPC-Go's xDS
-	// client and Envoy's default ADS configuration use.
-	stateOfTheWorld adsMode = "sotw"
-	// delta is DeltaAggregatedResources (incremental xDS), which Envoy
-	// uses with api_type DELTA_GRPC. gRPC-Go v1.85 has no delta mode, so
-	// the tests speak it with this watcher.
-	delta adsMode = "delta"
+	// SotW is State of the World (StreamAggregatedResources), what gRPC-Go's
+	// xDS client and Envoy's default ADS configuration use.
+	SotW Mode = "sotw"
+	// Delta is incremental xDS (DeltaAggregatedResources), which Envoy uses
+	// with api_type DELTA_GRPC. gRPC-Go v1.85 has no delta mode, so tests
+	// speak it with a Watcher.
+	Delta Mode = "delta"
 )
 
-// adsWatcher is a minimal ADS client: it subscribes to named resources of
-// several types over one stream, ACKs every response it can decode (and
-// NACKs the others), and keeps the latest resources. Its state is updated
-// only after the ACK is sent, so when a wait on it returns, the server has
-// been told the resources were accepted. It is what an Envoy does on the
-// wire, without the data plane.
-type adsWatcher struct {
-	mode adsMode
+// Watcher is a minimal ADS client: it subscribes to named resources of
+// several types over one stream, ACKs every response whose resources all
+// decode and pass ValidateAll (and NACKs any other, which ends it), and
+// keeps the latest accepted resources. Its state changes only after the ACK
+// is sent, so when a wait on it returns, the server has been told the
+// resources were accepted. It is what an Envoy does on the wire, without
+// the data plane.
+type Watcher struct {
+	mode Mode
 	// subscriptions maps each type URL to the names subscribed to.
 	subscriptions map[string][]string
 
@@ -64,12 +63,13 @@ type adsWatcher struct {
 	err error
 }
 
-// watchADS opens an ADS stream of the given mode on conn as node and
-// subscribes to subscriptions (type URL → names). The stream ends with the
-// test (or when ctx ends).
-func watchADS(ctx context.Context, tb testing.TB, conn *grpc.ClientConn, mode adsMode, node *corev3.Node, subscriptions map[string][]string) *adsWatcher {
+// Watch opens an ADS stream of the given mode on conn as node and
+// subscribes to subscriptions (type URL → names; no names is every
+// resource of the type). The stream ends, and its goroutine with it, when
+// the test ends or ctx does.
+func Watch(ctx context.Context, tb testing.TB, conn grpc.ClientConnInterface, mode Mode, node *corev3.Node, subscriptions map[string][]string) *Watcher {
 	tb.Helper()
-	w := &adsWatcher{
+	w := &Watcher{
 		mode:          mode,
 		subscriptions: subscriptions,
 		resources:     map[string]map[string]proto.Message{},
@@ -82,16 +82,18 @@ func watchADS(ctx context.Context, tb testing.TB, conn *grpc.ClientConn, mode ad
 	done := make(chan struct{})
 	var err error
 	switch mode {
-	case stateOfTheWorld:
+	case SotW:
 		var st discoveryv3.AggregatedDiscoveryService_StreamAggregatedResourcesClient
 		if st, err = ads.StreamAggregatedResources(ctx); err == nil {
 			go func() { defer close(done); w.fail(w.runSotW(st, node)) }()
 		}
-	case delta:
+	case Delta:
 		var st discoveryv3.AggregatedDiscoveryService_DeltaAggregatedResourcesClient
 		if st, err = ads.DeltaAggregatedResources(ctx); err == nil {
 			go func() { defer close(done); w.fail(w.runDelta(st, node)) }()
 		}
+	default:
+		err = fmt.Errorf("unknown mode %q", mode)
 	}
 	if err != nil {
 		cancel()
@@ -104,21 +106,29 @@ func watchADS(ctx context.Context, tb testing.TB, conn *grpc.ClientConn, mode ad
 	return w
 }
 
+// Mode is the ADS variant w speaks.
+func (w *Watcher) Mode() Mode { return w.mode }
+
 // typeOrder is the order of the initial subscriptions: the order a client
 // discovers them in.
 var typeOrder = []string{resourcev3.ListenerType, resourcev3.ClusterType, resourcev3.EndpointType}
 
-func (w *adsWatcher) subscribedTypes() []string {
+func (w *Watcher) subscribedTypes() []string {
 	var out []string
 	for _, t := range typeOrder {
 		if _, ok := w.subscriptions[t]; ok {
 			out = append(out, t)
 		}
 	}
+	for _, t := range slices.Sorted(maps.Keys(w.subscriptions)) {
+		if !slices.Contains(typeOrder, t) {
+			out = append(out, t)
+		}
+	}
 	return out
 }
 
-func (w *adsWatcher) runSotW(st discoveryv3.AggregatedDiscoveryService_StreamAggregatedResourcesClient, node *corev3.Node) error {
+func (w *Watcher) runSotW(st discoveryv3.AggregatedDiscoveryService_StreamAggregatedResourcesClient, node *corev3.Node) error {
 	for i, typeURL := range w.subscribedTypes() {
 		req := &discoveryv3.DiscoveryRequest{TypeUrl: typeURL, ResourceNames: w.subscriptions[typeURL]}
 		if i == 0 {
@@ -150,14 +160,14 @@ func (w *adsWatcher) runSotW(st discoveryv3.AggregatedDiscoveryService_StreamAgg
 		if decodeErr != nil {
 			return fmt.Errorf("NACKed %s version %s: %w", resp.GetTypeUrl(), resp.GetVersionInfo(), decodeErr)
 		}
-		// Listeners and Clusters are sent whole in State of the World: a
-		// name left out is gone. ClusterLoadAssignments are sent only when
-		// they change.
+		// State of the World sends Listeners and Clusters whole: a name
+		// left out is gone. ClusterLoadAssignments are sent only when they
+		// change.
 		w.update(resp.GetTypeUrl(), decoded, nil, resp.GetTypeUrl() != resourcev3.EndpointType, resp.GetVersionInfo())
 	}
 }
 
-func (w *adsWatcher) runDelta(st discoveryv3.AggregatedDiscoveryService_DeltaAggregatedResourcesClient, node *corev3.Node) error {
+func (w *Watcher) runDelta(st discoveryv3.AggregatedDiscoveryService_DeltaAggregatedResourcesClient, node *corev3.Node) error {
 	for i, typeURL := range w.subscribedTypes() {
 		req := &discoveryv3.DeltaDiscoveryRequest{TypeUrl: typeURL, ResourceNamesSubscribe: w.subscriptions[typeURL]}
 		if i == 0 {
@@ -208,7 +218,7 @@ func decodeAll(typeURL string, resources []*anypb.Any) (map[string]proto.Message
 				return nil, err
 			}
 		}
-		name := resourceName(m)
+		name := ResourceName(m)
 		if _, dup := out[name]; dup {
 			return nil, fmt.Errorf("%s %q twice in one response", typeURL, name)
 		}
@@ -217,28 +227,28 @@ func decodeAll(typeURL string, resources []*anypb.Any) (map[string]proto.Message
 	return out, nil
 }
 
-// resourceName is the name xDS knows a resource by.
-func resourceName(m proto.Message) string {
+// ResourceName is the name xDS knows a resource by: a
+// ClusterLoadAssignment's cluster_name, any other resource's name ("" for
+// a message with neither).
+func ResourceName(m proto.Message) string {
 	switch r := m.(type) {
-	case *listenerv3.Listener:
-		return r.GetName()
-	case *clusterv3.Cluster:
-		return r.GetName()
 	case *endpointv3.ClusterLoadAssignment:
 		return r.GetClusterName()
+	case interface{ GetName() string }:
+		return r.GetName()
 	}
 	return ""
 }
 
 // lastVersion is the last version accepted for typeURL: what a SotW NACK
 // reports as still in use.
-func (w *adsWatcher) lastVersion(typeURL string) string {
+func (w *Watcher) lastVersion(typeURL string) string {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	return w.versions[typeURL]
 }
 
-func (w *adsWatcher) update(typeURL string, changed map[string]proto.Message, removed []string, replace bool, version string) {
+func (w *Watcher) update(typeURL string, changed map[string]proto.Message, removed []string, replace bool, version string) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	have := w.resources[typeURL]
@@ -258,7 +268,7 @@ func (w *adsWatcher) update(typeURL string, changed map[string]proto.Message, re
 	w.changed = make(chan struct{})
 }
 
-func (w *adsWatcher) fail(err error) {
+func (w *Watcher) fail(err error) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if errors.Is(err, context.Canceled) {
@@ -269,56 +279,72 @@ func (w *adsWatcher) fail(err error) {
 	w.changed = make(chan struct{})
 }
 
-// resourcesReceived returns how many resources the watcher has received
-// in the responses it accepted, the repeats of unchanged ones included.
-func (w *adsWatcher) resourcesReceived() int {
+// Received returns how many resources the watcher has received in the
+// responses it accepted, the repeats of unchanged ones included.
+func (w *Watcher) Received() int {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	return w.received
 }
 
-// adsState is a watcher's accepted resources at one moment.
-type adsState struct {
-	resources map[string]map[string]proto.Message
-	acked     map[string]int
-	// at is when this state was reached, just after its last ACK was sent.
-	at time.Time
+// State is a watcher's accepted resources at one moment.
+type State struct {
+	// Resources maps type URL → name → resource.
+	Resources map[string]map[string]proto.Message
+	// Acked counts the ACKs sent, by type URL.
+	Acked map[string]int
+	// At is when this state was reached, just after its last ACK was sent.
+	At time.Time
 }
 
-func (s adsState) get(typeURL, name string) proto.Message { return s.resources[typeURL][name] }
+// Get returns the resource of typeURL named name, or nil.
+func (s State) Get(typeURL, name string) proto.Message { return s.Resources[typeURL][name] }
 
-// waitFor waits until ready holds for the watcher's state, and returns
-// that state. It fails the test at timeout or when the stream ends.
-func (w *adsWatcher) waitFor(tb testing.TB, what string, timeout time.Duration, ready func(adsState) bool) adsState {
+// State returns a copy of the current state, and why the stream ended
+// (nil while it runs).
+func (w *Watcher) State() (State, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.snapshot(), w.err
+}
+
+// snapshot copies the state: the watcher goes on changing its own maps.
+// Called with w.mu held.
+func (w *Watcher) snapshot() State {
+	s := State{Resources: make(map[string]map[string]proto.Message, len(w.resources)), Acked: maps.Clone(w.acked), At: w.at}
+	for t, m := range w.resources {
+		s.Resources[t] = maps.Clone(m)
+	}
+	return s
+}
+
+// WaitFor waits until ready holds for the watcher's state, and returns a
+// copy of that state. It fails the test at timeout or when the stream
+// ends. ready sees the live state under the watcher's lock: it must not
+// keep it or block.
+func (w *Watcher) WaitFor(tb testing.TB, what string, timeout time.Duration, ready func(State) bool) State {
 	tb.Helper()
-	s, err := w.await(timeout, ready, true)
+	s, err := w.Await(timeout, ready, true)
 	if err != nil {
 		tb.Fatalf("%s ADS watcher, waiting for %s: %v", w.mode, what, err)
 	}
 	return s
 }
 
-// await is waitFor without the test: it returns an error at timeout or
+// Await is WaitFor without the test: it returns an error at timeout or
 // when the stream has ended. Without snapshot, the state it returns holds
-// only the time it was reached: copying a large state is left to callers
-// that need it.
-func (w *adsWatcher) await(timeout time.Duration, ready func(adsState) bool, snapshot bool) (adsState, error) {
+// only the time it was reached, for callers that cannot afford to copy a
+// large state.
+func (w *Watcher) Await(timeout time.Duration, ready func(State) bool, snapshot bool) (State, error) {
 	timer := time.NewTimer(timeout)
 	defer timer.Stop()
 	for {
 		w.mu.Lock()
-		s := adsState{resources: w.resources, acked: w.acked, at: w.at}
-		ok := ready(s)
-		if !snapshot {
-			s.resources, s.acked = nil, nil
-		}
+		live := State{Resources: w.resources, Acked: w.acked, At: w.at}
+		ok := ready(live)
+		s := State{At: w.at}
 		if snapshot && (ok || w.err != nil) {
-			// A copy: the watcher goes on changing its own maps.
-			s.resources = make(map[string]map[string]proto.Message, len(w.resources))
-			for t, m := range w.resources {
-				s.resources[t] = maps.Clone(m)
-			}
-			s.acked = maps.Clone(w.acked)
+			s = w.snapshot()
 		}
 		changed, err := w.changed, w.err
 		w.mu.Unlock()
@@ -332,19 +358,19 @@ func (w *adsWatcher) await(timeout time.Duration, ready func(adsState) bool, sna
 		case <-changed:
 		case <-timer.C:
 			w.mu.Lock()
-			held := describe(w.resources, w.acked)
+			held := w.describe()
 			w.mu.Unlock()
 			return s, fmt.Errorf("not reached within %v; holding %s", timeout, held)
 		}
 	}
 }
 
-// describe summarises a watcher's state for a failure message. Called with
-// the watcher's lock held.
-func describe(resources map[string]map[string]proto.Message, acked map[string]int) string {
+// describe summarises the state for a failure message. Called with w.mu
+// held.
+func (w *Watcher) describe() string {
 	out := ""
-	for _, t := range slices.Sorted(maps.Keys(resources)) {
-		out += fmt.Sprintf("[%s: %d resources, %d ACKs] ", t, len(resources[t]), acked[t])
+	for _, t := range slices.Sorted(maps.Keys(w.resources)) {
+		out += fmt.Sprintf("[%s: %d resources, %d ACKs] ", t, len(w.resources[t]), w.acked[t])
 	}
 	return out
 }
