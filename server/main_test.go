@@ -1,12 +1,10 @@
 package server
 
 import (
-	"bytes"
 	"context"
 	"io"
 	"log/slog"
 	"net"
-	"sync"
 	"testing"
 
 	"go.uber.org/goleak"
@@ -70,23 +68,4 @@ func dialTCP(t *testing.T, s *grpc.Server) *grpc.ClientConn {
 // quietOptions keeps call logs out of the test output.
 func quietOptions() Options {
 	return Options{Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}
-}
-
-// logBuffer is an io.Writer safe to write from server goroutines and read
-// from the test.
-type logBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *logBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *logBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
 }

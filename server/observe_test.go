@@ -14,6 +14,7 @@ import (
 	"google.golang.org/protobuf/encoding/protojson"
 
 	tributaryv1 "github.com/tributary-dev/tributary/gen/go/tributary/v1"
+	"github.com/tributary-dev/tributary/internal/testproc"
 )
 
 var sessionIDPattern = regexp.MustCompile(`^[0-9a-f]{12}$`)
@@ -23,7 +24,7 @@ var sessionIDPattern = regexp.MustCompile(`^[0-9a-f]{12}$`)
 // line either logged (the handler's own and the call log's) names its
 // session, and that the two sessions have different ids.
 func TestSyncLogLinesCarryTheSession(t *testing.T) {
-	logs := &logBuffer{}
+	logs := &testproc.Buffer{}
 	conn := dialBufconn(t, NewGRPCServer(Options{Logger: slog.New(slog.NewJSONHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))}))
 	client := tributaryv1.NewTranslationServiceClient(conn)
 

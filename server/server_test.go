@@ -17,6 +17,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	tributaryv1 "github.com/tributary-dev/tributary/gen/go/tributary/v1"
+	"github.com/tributary-dev/tributary/internal/testproc"
 )
 
 // panicOn wraps the real service and panics on requests whose xDS cluster
@@ -36,7 +37,7 @@ func (p panicOn) Translate(ctx context.Context, req *tributaryv1.TranslateReques
 // leaking the panic value, the panic and its stack are logged, and the
 // server goes on serving.
 func TestPanicBecomesInternal(t *testing.T) {
-	var logs logBuffer
+	var logs testproc.Buffer
 	opts := Options{Logger: slog.New(slog.NewTextHandler(&logs, nil))}
 	translation := tributaryv1.NewTranslationServiceClient(dialBufconn(t, newGRPCServer(opts, panicOn{NewTranslationService()})))
 
@@ -194,7 +195,7 @@ func TestMessageSizeLimits(t *testing.T) {
 // TestCallLog: each call gives one log line when it ends, with its code;
 // health checks give none.
 func TestCallLog(t *testing.T) {
-	var logs logBuffer
+	var logs testproc.Buffer
 	conn := dialBufconn(t, NewGRPCServer(Options{Logger: slog.New(slog.NewTextHandler(&logs, nil))}))
 	if _, err := healthpb.NewHealthClient(conn).Check(t.Context(), &healthpb.HealthCheckRequest{}); err != nil {
 		t.Fatalf("Check: %v", err)

@@ -19,6 +19,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	tributaryv1 "github.com/tributary-dev/tributary/gen/go/tributary/v1"
+	"github.com/tributary-dev/tributary/internal/testproc"
 	"github.com/tributary-dev/tributary/tlsfiles"
 	"github.com/tributary-dev/tributary/tlsfiles/testcerts"
 )
@@ -32,12 +33,12 @@ type mtlsServer struct {
 	server   *testcerts.Pair
 	reloader *tlsfiles.Reloader
 	dir      string
-	logs     *logBuffer
+	logs     *testproc.Buffer
 }
 
 func newMTLSServer(t *testing.T) *mtlsServer {
 	t.Helper()
-	m := &mtlsServer{ca: testcerts.NewCA(t, "test CA"), dir: t.TempDir(), logs: &logBuffer{}}
+	m := &mtlsServer{ca: testcerts.NewCA(t, "test CA"), dir: t.TempDir(), logs: &testproc.Buffer{}}
 	m.server = m.ca.Server(t)
 	certFile, keyFile := m.server.Write(t, m.dir)
 	caFile := filepath.Join(m.dir, "ca.pem")

@@ -1,7 +1,6 @@
 package tlsfiles_test
 
 import (
-	"bytes"
 	"context"
 	"crypto/tls"
 	"crypto/x509"
@@ -10,7 +9,6 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -23,6 +21,7 @@ import (
 	"google.golang.org/grpc/peer"
 	"google.golang.org/grpc/status"
 
+	"github.com/tributary-dev/tributary/internal/testproc"
 	"github.com/tributary-dev/tributary/tlsfiles"
 	"github.com/tributary-dev/tributary/tlsfiles/testcerts"
 )
@@ -31,27 +30,9 @@ func TestMain(m *testing.M) {
 	goleak.VerifyTestMain(m)
 }
 
-// logBuffer collects a logger's output for the test to read.
-type logBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *logBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *logBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
-
 // waitFor polls cond until it holds, failing the test after a generous
 // deadline: it waits for something asynchronous, it does not time it.
-func waitFor(t *testing.T, what string, cond func() bool, logs ...*logBuffer) {
+func waitFor(t *testing.T, what string, cond func() bool, logs ...*testproc.Buffer) {
 	t.Helper()
 	deadline := time.Now().Add(20 * time.Second)
 	for !cond() {
@@ -71,11 +52,11 @@ type fixture struct {
 	ca                              *testcerts.CA
 	server                          *testcerts.Pair
 	certFile, keyFile, clientCAFile string
-	logs                            *logBuffer
+	logs                            *testproc.Buffer
 }
 
 func newFixture(t *testing.T) *fixture {
-	f := &fixture{dir: t.TempDir(), ca: testcerts.NewCA(t, "tributary test CA"), logs: &logBuffer{}}
+	f := &fixture{dir: t.TempDir(), ca: testcerts.NewCA(t, "tributary test CA"), logs: &testproc.Buffer{}}
 	f.server = f.ca.Server(t)
 	f.certFile, f.keyFile = f.server.Write(t, f.dir)
 	f.clientCAFile = filepath.Join(f.dir, "client-ca.pem")

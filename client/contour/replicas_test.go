@@ -35,6 +35,7 @@ import (
 	"github.com/tributary-dev/tributary/client"
 	"github.com/tributary-dev/tributary/client/contour"
 	tributaryv1 "github.com/tributary-dev/tributary/gen/go/tributary/v1"
+	"github.com/tributary-dev/tributary/internal/testproc"
 	"github.com/tributary-dev/tributary/internal/xdstest"
 	"github.com/tributary-dev/tributary/server"
 )
@@ -154,24 +155,6 @@ func (d *fakeDNS) resolve(context.Context) ([]string, error) {
 	return slices.Clone(d.addrs), nil
 }
 
-// lockedBuffer is a log shared by the adapter's goroutines.
-type lockedBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *lockedBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *lockedBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
-
 // viewState is a session's view in the caches' shape.
 func viewState(v client.View) state {
 	s := state{clusters: v.Clusters, clas: v.ClusterLoadAssignments, statuses: map[string]*tributaryv1.ExtensionServiceStatus{}}
@@ -196,7 +179,7 @@ func TestReplicatedAdapterFailover(t *testing.T) {
 	dns := &fakeDNS{}
 	dns.set(first.address, second.address)
 
-	logs := &lockedBuffer{}
+	logs := &testproc.Buffer{}
 	defer func() {
 		if t.Failed() {
 			t.Logf("adapter log:\n%s", logs)
@@ -676,7 +659,7 @@ func TestReplicatedAdapterRejoinsUpToDate(t *testing.T) {
 	one.start(nil)
 	two.start(nil)
 	addrs := []string{one.address, two.address}
-	logs := &lockedBuffer{}
+	logs := &testproc.Buffer{}
 	defer func() {
 		if t.Failed() {
 			t.Logf("adapter log:\n%s", logs)

@@ -7,7 +7,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -18,6 +17,7 @@ import (
 	"google.golang.org/grpc/status"
 	"sigs.k8s.io/yaml"
 
+	"github.com/tributary-dev/tributary/internal/testproc"
 	"github.com/tributary-dev/tributary/manifest"
 )
 
@@ -202,30 +202,12 @@ func TestByteSize(t *testing.T) {
 	}
 }
 
-// syncBuffer is a bytes.Buffer safe for the server's logger and the test.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
-
 // TestServeInProcess serves until its context ends (as on SIGTERM) and
 // checks the server answered health checks and stopped cleanly.
 func TestServeInProcess(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	logs := &syncBuffer{}
+	logs := &testproc.Buffer{}
 	pr, pw := io.Pipe()
 	done := make(chan int, 1)
 	go func() {

@@ -15,6 +15,7 @@ import (
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 
 	tributaryv1 "github.com/tributary-dev/tributary/gen/go/tributary/v1"
+	"github.com/tributary-dev/tributary/internal/testproc"
 )
 
 var metricsAddress = regexp.MustCompile(`msg="serving metrics" address=(\S+)`)
@@ -26,7 +27,7 @@ var metricsAddress = regexp.MustCompile(`msg="serving metrics" address=(\S+)`)
 func TestServeMetricsAndDrain(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	logs := &syncBuffer{}
+	logs := &testproc.Buffer{}
 	pr, pw := io.Pipe()
 	done := make(chan int, 1)
 	go func() {

@@ -23,6 +23,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	tributaryv1 "github.com/tributary-dev/tributary/gen/go/tributary/v1"
+	"github.com/tributary-dev/tributary/internal/testproc"
 	"github.com/tributary-dev/tributary/tlsfiles/testcerts"
 )
 
@@ -31,7 +32,7 @@ var xdsListenAddress = regexp.MustCompile(`msg="serving xDS" address=(\S+)`)
 // runningServe is `tributary serve` running in process.
 type runningServe struct {
 	grpcAddress, xdsAddress string
-	logs                    *syncBuffer
+	logs                    *testproc.Buffer
 }
 
 // startServe runs serve with args until the test ends, which must then
@@ -40,7 +41,7 @@ type runningServe struct {
 func startServe(t *testing.T, withXDS bool, args ...string) *runningServe {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
-	r := &runningServe{logs: &syncBuffer{}}
+	r := &runningServe{logs: &testproc.Buffer{}}
 	pr, pw := io.Pipe()
 	done := make(chan int, 1)
 	go func() {

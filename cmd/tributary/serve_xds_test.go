@@ -16,6 +16,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	tributaryv1 "github.com/tributary-dev/tributary/gen/go/tributary/v1"
+	"github.com/tributary-dev/tributary/internal/testproc"
 )
 
 var xdsAddress = regexp.MustCompile(`msg="serving xDS" address=(\S+)`)
@@ -49,7 +50,7 @@ func authzObjects() []*tributaryv1.KubernetesObject {
 func TestServeXDS(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	logs := &syncBuffer{}
+	logs := &testproc.Buffer{}
 	pr, pw := io.Pipe()
 	done := make(chan int, 1)
 	go func() {
