@@ -28,9 +28,9 @@ import (
 // the fuzz input over a small universe of names, so that lookups, weights,
 // duplicates and TLS references collide often. Every run must: not panic,
 // give one status per ExtensionService, give resources exactly for the
-// valid ones, encode every ClusterLoadAssignment to the same bytes as the
-// reference proto builder, and emit only resources that pass ValidateAll
-// and the contract's extra checks.
+// valid ones, encode every Cluster and ClusterLoadAssignment to the same
+// bytes as marshalling the reference protos, and emit only resources that
+// pass ValidateAll and the contract's extra checks.
 func FuzzTranslate(f *testing.F) {
 	for _, seed := range [][]byte{
 		{},

@@ -52,23 +52,17 @@ func Translate(objs *source.Objects, settings source.Settings) *Result {
 	return translate(objs, settings, encodeFast)
 }
 
-// claEncoder serialises the ClusterLoadAssignment of ec, appending to dst.
-type claEncoder func(dst []byte, ec *model.ExtensionCluster) []byte
+// encoding chooses how resources become bytes.
+type encoding int
 
-// encodeFast is the production encoder: straight to wire bytes.
-func encodeFast(dst []byte, ec *model.ExtensionCluster) []byte {
-	return envoy.AppendClusterLoadAssignment(dst, ec)
-}
-
-// encodeReference marshals the proto the reference builder gives; tests hold
-// encodeFast to its exact bytes.
-func encodeReference(dst []byte, ec *model.ExtensionCluster) []byte {
-	b, err := proto.MarshalOptions{Deterministic: true}.MarshalAppend(dst, envoy.BuildClusterLoadAssignment(ec))
-	if err != nil {
-		panic(fmt.Sprintf("marshal ClusterLoadAssignment %s: %v", ec.Name, err))
-	}
-	return b
-}
+const (
+	// encodeFast is production: ClusterLoadAssignments straight to wire
+	// bytes, Clusters from a per-shape template.
+	encodeFast encoding = iota
+	// encodeReference builds every resource as a proto and marshals it;
+	// tests hold encodeFast to its exact bytes.
+	encodeReference
+)
 
 // Outcome is what one ExtensionService yields: its status, and its Cluster
 // and ClusterLoadAssignment when it is valid (Body nil otherwise).
@@ -81,7 +75,7 @@ type Outcome struct {
 // Valid reports whether the ExtensionService yielded resources.
 func (o *Outcome) Valid() bool { return o.Cluster.Body != nil }
 
-func translate(objs *source.Objects, settings source.Settings, encodeCLA claEncoder) *Result {
+func translate(objs *source.Objects, settings source.Settings, enc encoding) *Result {
 	order := make([]*source.ExtensionService, len(objs.ExtensionServices))
 	for i := range objs.ExtensionServices {
 		order[i] = &objs.ExtensionServices[i]
@@ -89,7 +83,7 @@ func translate(objs *source.Objects, settings source.Settings, encodeCLA claEnco
 	slices.SortFunc(order, func(a, b *source.ExtensionService) int {
 		return cmp.Or(cmp.Compare(a.Namespace, b.Namespace), cmp.Compare(a.Name, b.Name))
 	})
-	outcomes := build(model.NewIndex(objs), settings, order, encodeCLA)
+	outcomes := build(model.NewIndex(objs), settings, order, enc)
 
 	res := &Result{Statuses: make([]model.Status, len(outcomes))}
 	valid := 0
@@ -122,14 +116,14 @@ func Build(idx *model.Index, settings source.Settings, es []*source.ExtensionSer
 // workers would cost more than it saves.
 const minPerWorker = 64
 
-func build(idx *model.Index, settings source.Settings, es []*source.ExtensionService, encodeCLA claEncoder) []Outcome {
+func build(idx *model.Index, settings source.Settings, es []*source.ExtensionService, enc encoding) []Outcome {
 	outcomes := make([]Outcome, len(es))
 	workers := min(runtime.GOMAXPROCS(0), max(1, len(es)/minPerWorker))
 	var wg sync.WaitGroup
 	for w := range workers {
 		lo, hi := w*len(es)/workers, (w+1)*len(es)/workers
 		run := func() {
-			b := newBuilder(idx, settings, encodeCLA)
+			b := newBuilder(idx, settings, enc)
 			for i := lo; i < hi; i++ {
 				outcomes[i] = b.Build(es[i])
 			}
@@ -150,9 +144,10 @@ func build(idx *model.Index, settings source.Settings, es []*source.ExtensionSer
 // for the output alone. A Builder is not safe for concurrent use; the Index
 // must not change during a call.
 type Builder struct {
-	model     *model.Builder
-	marshal   proto.MarshalOptions
-	encodeCLA claEncoder
+	model    *model.Builder
+	clusters *envoy.ClusterEncoder
+	marshal  proto.MarshalOptions
+	encoding encoding
 }
 
 // NewBuilder returns a Builder over idx.
@@ -160,11 +155,12 @@ func NewBuilder(idx *model.Index, settings source.Settings) *Builder {
 	return newBuilder(idx, settings, encodeFast)
 }
 
-func newBuilder(idx *model.Index, settings source.Settings, encodeCLA claEncoder) *Builder {
+func newBuilder(idx *model.Index, settings source.Settings, enc encoding) *Builder {
 	return &Builder{
-		model:     model.NewBuilder(idx, settings),
-		marshal:   proto.MarshalOptions{Deterministic: true},
-		encodeCLA: encodeCLA,
+		model:    model.NewBuilder(idx, settings),
+		clusters: envoy.NewClusterEncoder(),
+		marshal:  proto.MarshalOptions{Deterministic: true},
+		encoding: enc,
 	}
 }
 
@@ -190,16 +186,35 @@ func (b *Builder) build(es *source.ExtensionService, keep *Resource) Outcome {
 	if keep != nil {
 		o.Cluster = *keep
 	} else {
-		cluster, err := b.marshal.Marshal(envoy.BuildCluster(ec))
-		if err != nil {
-			// Unreachable: a Cluster built from a model always marshals.
-			panic(fmt.Sprintf("marshal Cluster %s: %v", ec.Name, err))
-		}
+		cluster := b.encodeCluster(ec)
 		o.Cluster = Resource{Name: ec.Name, Version: version(cluster), Body: cluster}
 	}
-	cla := b.encodeCLA(nil, ec)
+	cla := b.encodeClusterLoadAssignment(ec)
 	o.ClusterLoadAssignment = Resource{Name: ec.Name, Version: version(cla), Body: cla}
 	return o
+}
+
+func (b *Builder) encodeCluster(ec *model.ExtensionCluster) []byte {
+	if b.encoding == encodeFast {
+		return b.clusters.Append(nil, ec)
+	}
+	return b.mustMarshal(envoy.BuildCluster(ec), ec.Name)
+}
+
+func (b *Builder) encodeClusterLoadAssignment(ec *model.ExtensionCluster) []byte {
+	if b.encoding == encodeFast {
+		return envoy.AppendClusterLoadAssignment(nil, ec)
+	}
+	return b.mustMarshal(envoy.BuildClusterLoadAssignment(ec), ec.Name)
+}
+
+// mustMarshal marshals a resource built from a model, which cannot fail.
+func (b *Builder) mustMarshal(m proto.Message, name string) []byte {
+	out, err := b.marshal.Marshal(m)
+	if err != nil {
+		panic(fmt.Sprintf("marshal %T %s: %v", m, name, err))
+	}
+	return out
 }
 
 // version is a 64-bit content hash in hex: cheap next to encoding, and wide
