@@ -21,6 +21,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	tributaryv1 "github.com/tributary-dev/tributary/gen/go/tributary/v1"
+	"github.com/tributary-dev/tributary/internal/testproc"
 	"github.com/tributary-dev/tributary/internal/workload"
 	"github.com/tributary-dev/tributary/internal/xdstest"
 	"github.com/tributary-dev/tributary/source"
@@ -185,21 +186,16 @@ func holdsAddress(m proto.Message, address string) bool {
 // loopback ports.
 func startTributaryWithMetrics(tb testing.TB) *tributaryProcess {
 	tb.Helper()
-	p := start(tb, "tributary", nil, "serve", "--address", "127.0.0.1:0", "--xds-address", "127.0.0.1:0",
+	p := testproc.Start(tb, program(tb, "tributary"), "serve", "--address", "127.0.0.1:0", "--xds-address", "127.0.0.1:0",
 		"--metrics-address", "127.0.0.1:0", "--shutdown-timeout", "1s")
-	return &tributaryProcess{
-		process:        p,
-		grpcAddress:    p.waitStderr(tb, servingGRPC, 30*time.Second)[1],
-		xdsAddress:     p.waitStderr(tb, servingXDS, 30*time.Second)[1],
-		metricsAddress: p.waitStderr(tb, servingMetrics, 30*time.Second)[1],
-	}
+	return &tributaryProcess{process: p, grpcAddress: p.Address, xdsAddress: p.XDSAddress, metricsAddress: p.MetricsAddress}
 }
 
 // memory returns the server's resident set (VmRSS) and Go heap in use
 // (go_memstats_heap_inuse_bytes from its metrics), in bytes.
 func (p *tributaryProcess) memory(tb testing.TB) (rss, heap uint64) {
 	tb.Helper()
-	status, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", p.process.cmd.Process.Pid))
+	status, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", p.process.Cmd.Process.Pid))
 	if err != nil {
 		tb.Fatal(err)
 	}

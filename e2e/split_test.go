@@ -6,7 +6,6 @@ import (
 	"maps"
 	"math"
 	"net/netip"
-	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -22,6 +21,7 @@ import (
 	"google.golang.org/protobuf/testing/protocmp"
 
 	"github.com/tributary-dev/tributary/client"
+	"github.com/tributary-dev/tributary/internal/testproc"
 	"github.com/tributary-dev/tributary/internal/xdstest"
 	"github.com/tributary-dev/tributary/xds"
 )
@@ -141,7 +141,7 @@ func TestWeightedSplit(t *testing.T) {
 	step("third Service, 60/20/20", 30*time.Second, want602020, watchers, caller)
 
 	// A new xDS client: a new process, a new ADS stream.
-	caller.process.stop(5 * time.Second)
+	caller.process.Stop(5 * time.Second)
 	caller = startCaller(t, srv.xdsAddress, "e2e-caller-2")
 	step("caller restarted, 60/20/20", 30*time.Second, want602020, watchers, caller)
 
@@ -149,7 +149,7 @@ func TestWeightedSplit(t *testing.T) {
 	// gone: the Sync session reconnects and sends its objects again, and
 	// every xDS client reconnects. The raw watchers' streams ended with
 	// the old server; new ones take their place.
-	srv.process.kill()
+	srv.process.Kill()
 	srv = startTributary(t, srv.grpcAddress, srv.xdsAddress)
 	watchers = watchBoth(t, srv.xdsAddress)
 	step("server restarted, 60/20/20", 60*time.Second, want602020, watchers, caller)
@@ -160,35 +160,25 @@ func TestWeightedSplit(t *testing.T) {
 
 // tributaryProcess is a running `tributary serve` with xDS.
 type tributaryProcess struct {
-	process                 *process
+	process                 *testproc.Process
 	grpcAddress, xdsAddress string
 	// metricsAddress is empty unless the process serves metrics.
 	metricsAddress string
 }
 
-var (
-	servingGRPC    = regexp.MustCompile(`msg="serving gRPC" address=(\S+)`)
-	servingXDS     = regexp.MustCompile(`msg="serving xDS" address=(\S+)`)
-	servingMetrics = regexp.MustCompile(`msg="serving metrics" address=(\S+)`)
-)
-
 // startTributary runs tributary serve on the given addresses (port 0 picks
 // one) and reads back the addresses it listens on.
 func startTributary(tb testing.TB, grpcAddress, xdsAddress string) *tributaryProcess {
 	tb.Helper()
-	p := start(tb, "tributary", nil, "serve", "--address", grpcAddress, "--xds-address", xdsAddress, "--shutdown-timeout", "1s")
-	return &tributaryProcess{
-		process:     p,
-		grpcAddress: p.waitStderr(tb, servingGRPC, 30*time.Second)[1],
-		xdsAddress:  p.waitStderr(tb, servingXDS, 30*time.Second)[1],
-	}
+	p := testproc.Start(tb, program(tb, "tributary"), "serve", "--address", grpcAddress, "--xds-address", xdsAddress, "--shutdown-timeout", "1s")
+	return &tributaryProcess{process: p, grpcAddress: p.Address, xdsAddress: p.XDSAddress}
 }
 
 // startBackend runs an authzbackend answering as identity.
 func startBackend(tb testing.TB, identity string) netip.AddrPort {
 	tb.Helper()
-	p := start(tb, "authzbackend", nil, "--identity", identity)
-	line := p.readLine(tb, 30*time.Second)
+	p := testproc.Start(tb, program(tb, "authzbackend"), "--identity", identity)
+	line := p.ReadLine(tb, 30*time.Second)
 	addr, err := netip.ParseAddrPort(strings.TrimPrefix(line, "listening "))
 	if err != nil {
 		tb.Fatalf("authzbackend %s: first line %q: %v", identity, line, err)
@@ -199,7 +189,7 @@ func startBackend(tb testing.TB, identity string) netip.AddrPort {
 // callerProcess is a long-running xdscaller: one gRPC channel, one xDS
 // client, counting calls on command.
 type callerProcess struct {
-	process *process
+	process *testproc.Process
 }
 
 // bootstrap is the gRPC xDS bootstrap of a client with node id in the test's
@@ -222,7 +212,7 @@ func bootstrap(xdsAddress, nodeID string) string {
 func startCaller(tb testing.TB, xdsAddress, nodeID string) *callerProcess {
 	tb.Helper()
 	env := []string{"GRPC_XDS_BOOTSTRAP_CONFIG=" + bootstrap(xdsAddress, nodeID), "GRPC_XDS_BOOTSTRAP="}
-	return &callerProcess{process: start(tb, "xdscaller", env, "--target", "xds:///"+clusterName)}
+	return &callerProcess{process: testproc.StartEnv(tb, program(tb, "xdscaller"), env, "--target", "xds:///"+clusterName)}
 }
 
 // tally is xdscaller's answer to one command.
@@ -235,12 +225,12 @@ type tally struct {
 // call makes n calls and returns who answered them.
 func (c *callerProcess) call(tb testing.TB, n int) tally {
 	tb.Helper()
-	if _, err := fmt.Fprintln(c.process.stdin, n); err != nil {
+	if _, err := fmt.Fprintln(c.process.Stdin, n); err != nil {
 		tb.Fatalf("xdscaller: %v", err)
 	}
 	// Calls take well under a millisecond each on loopback; a call still
 	// waiting for its first configuration may take the caller's 5 s.
-	line := c.process.readLine(tb, 60*time.Second+time.Duration(n)*time.Millisecond)
+	line := c.process.ReadLine(tb, 60*time.Second+time.Duration(n)*time.Millisecond)
 	var t tally
 	if err := json.Unmarshal([]byte(line), &t); err != nil {
 		tb.Fatalf("xdscaller printed %q: %v", line, err)

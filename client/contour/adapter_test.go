@@ -16,6 +16,7 @@ import (
 	"maps"
 	"math/big"
 	"net"
+	"os"
 	"slices"
 	"strings"
 	"sync"
@@ -47,11 +48,15 @@ import (
 	"github.com/tributary-dev/tributary/client"
 	"github.com/tributary-dev/tributary/client/contour"
 	tributaryv1 "github.com/tributary-dev/tributary/gen/go/tributary/v1"
+	"github.com/tributary-dev/tributary/internal/testproc"
 	"github.com/tributary-dev/tributary/server"
 )
 
 func TestMain(m *testing.M) {
-	goleak.VerifyTestMain(m)
+	goleak.VerifyTestMain(m, goleak.Cleanup(func(code int) {
+		testproc.RemoveBuilds()
+		os.Exit(code)
+	}))
 }
 
 // dial serves a real TranslationService over an in-memory listener until

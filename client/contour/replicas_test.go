@@ -1,8 +1,6 @@
 package contour_test
 
 import (
-	"bufio"
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -10,9 +8,6 @@ import (
 	"log/slog"
 	"maps"
 	"net"
-	"os/exec"
-	"path/filepath"
-	"regexp"
 	"slices"
 	"sync"
 	"testing"
@@ -40,100 +35,11 @@ import (
 	"github.com/tributary-dev/tributary/server"
 )
 
-// buildTributary builds the tributary binary into a temporary directory.
-func buildTributary(t *testing.T) string {
+// startReplica runs bin serve with Sync and xDS on free loopback ports
+// until the test ends.
+func startReplica(t *testing.T, bin string) *testproc.Process {
 	t.Helper()
-	bin := filepath.Join(t.TempDir(), "tributary")
-	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Minute)
-	defer cancel()
-	if out, err := exec.CommandContext(ctx, "go", "build", "-o", bin, "github.com/tributary-dev/tributary/cmd/tributary").CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
-	return bin
-}
-
-// replicaProcess is a running `tributary serve`.
-type replicaProcess struct {
-	cmd *exec.Cmd
-	// address serves Sync, xdsAddress xDS.
-	address, xdsAddress string
-	exited              chan struct{}
-
-	mu  sync.Mutex
-	log bytes.Buffer
-}
-
-var serving = regexp.MustCompile(`msg="serving (gRPC|xDS)" address=(\S+)`)
-
-// startReplica starts bin serve with Sync and xDS on free loopback ports,
-// reads the ports back from its log, and kills the process when the test
-// ends.
-func startReplica(t *testing.T, bin string) *replicaProcess {
-	t.Helper()
-	p := &replicaProcess{
-		cmd:    exec.Command(bin, "serve", "--address", "127.0.0.1:0", "--xds-address", "127.0.0.1:0", "--shutdown-timeout", "1s"),
-		exited: make(chan struct{}),
-	}
-	stderr, err := p.cmd.StderrPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := p.cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(p.kill)
-	found := make(chan []string, 2)
-	go func() {
-		defer close(p.exited)
-		lines := bufio.NewScanner(stderr)
-		for lines.Scan() {
-			p.mu.Lock()
-			p.log.WriteString(lines.Text() + "\n")
-			p.mu.Unlock()
-			if m := serving.FindStringSubmatch(lines.Text()); m != nil {
-				select {
-				case found <- m[1:]:
-				default:
-				}
-			}
-		}
-		_, _ = io.Copy(io.Discard, stderr)
-		_ = p.cmd.Wait()
-	}()
-	timeout := time.After(30 * time.Second)
-	for p.address == "" || p.xdsAddress == "" {
-		select {
-		case m := <-found:
-			if m[0] == "gRPC" {
-				p.address = m[1]
-			} else {
-				p.xdsAddress = m[1]
-			}
-		case <-p.exited:
-			t.Fatalf("tributary serve exited before serving:\n%s", p.logText())
-		case <-timeout:
-			t.Fatalf("tributary serve named no gRPC and xDS addresses within 30s:\n%s", p.logText())
-		}
-	}
-	return p
-}
-
-// kill ends the process at once, as a crashed pod or a lost node would,
-// and waits until it has exited.
-func (p *replicaProcess) kill() {
-	select {
-	case <-p.exited:
-		return
-	default:
-	}
-	_ = p.cmd.Process.Kill()
-	<-p.exited
-}
-
-func (p *replicaProcess) logText() string {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	return p.log.String()
+	return testproc.Start(t, bin, "serve", "--address", "127.0.0.1:0", "--xds-address", "127.0.0.1:0", "--shutdown-timeout", "1s")
 }
 
 // fakeDNS answers the adapter's lookups with the addresses the test sets,
@@ -172,19 +78,19 @@ func viewState(v client.View) state {
 // delivered twice or lost, and that a replacement replica gets the full
 // state and can take over in turn.
 func TestReplicatedAdapterFailover(t *testing.T) {
-	bin := buildTributary(t)
+	bin := testproc.Build(t)
 	first, second := startReplica(t, bin), startReplica(t, bin)
 	// An Envoy on each replica, as Envoys connect to any of them.
-	envoys := map[string]*xdstest.Watcher{first.address: watchXDS(t, first.xdsAddress), second.address: watchXDS(t, second.xdsAddress)}
+	envoys := map[string]*xdstest.Watcher{first.Address: watchXDS(t, first.XDSAddress), second.Address: watchXDS(t, second.XDSAddress)}
 	dns := &fakeDNS{}
-	dns.set(first.address, second.address)
+	dns.set(first.Address, second.Address)
 
 	logs := &testproc.Buffer{}
 	defer func() {
 		if t.Failed() {
 			t.Logf("adapter log:\n%s", logs)
-			for _, p := range []*replicaProcess{first, second} {
-				t.Logf("replica %s log:\n%s", p.address, p.logText())
+			for _, p := range []*testproc.Process{first, second} {
+				t.Logf("replica %s log:\n%s", p.Address, p.Log())
 			}
 		}
 	}()
@@ -213,7 +119,7 @@ func TestReplicatedAdapterFailover(t *testing.T) {
 	// step flushes and checks what the caches got: exactly wantCalls and
 	// the state want. Then every replica the adapter knows must converge to
 	// want; wantReplicas lists them.
-	step := func(name string, wantCalls []string, want state, wantReplicas ...*replicaProcess) {
+	step := func(name string, wantCalls []string, want state, wantReplicas ...*testproc.Process) {
 		t.Helper()
 		ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
 		defer cancel()
@@ -228,7 +134,7 @@ func TestReplicatedAdapterFailover(t *testing.T) {
 		}
 		var wantAddrs []string
 		for _, p := range wantReplicas {
-			wantAddrs = append(wantAddrs, p.address)
+			wantAddrs = append(wantAddrs, p.Address)
 		}
 		slices.Sort(wantAddrs)
 		awaitReplicas(t, name, a, envoys, wantAddrs, want)
@@ -272,13 +178,13 @@ func TestReplicatedAdapterFailover(t *testing.T) {
 	// The replica the caches follow dies; DNS still lists it for a while.
 	// The next change reaches the caches through the survivor, once.
 	primary, survivor := first, second
-	if a.Primary() == second.address {
+	if a.Primary() == second.Address {
 		primary, survivor = second, first
 	}
-	if a.Primary() != primary.address {
+	if a.Primary() != primary.Address {
 		t.Fatalf("primary %q, want one of the replicas", a.Primary())
 	}
-	primary.kill()
+	primary.Kill()
 	stableV2 := endpointSlice("authz-stable-9kd2m", "authz-stable", pod{ip: "10.244.1.40", ready: true}, pod{ip: "10.244.3.41", ready: true})
 	a.OnAdd(stableV2, false)
 	a.OnDelete(deletedFinalStateUnknown{Key: "auth/authz-stable-7x2kq", Obj: stableV1})
@@ -286,17 +192,17 @@ func TestReplicatedAdapterFailover(t *testing.T) {
 		wantCLA(locality{"authz-stable", 80, []string{"10.244.1.40", "10.244.3.41"}}, locality{"authz-canary", 20, []string{"10.244.1.31", "10.244.2.30"}}),
 		validStatus(1))
 	step("stable rollout with the primary dead", []string{"endpoints changed=[extension/auth/ext-authz] removed=[]"}, afterRollout)
-	if got := a.Primary(); got != survivor.address {
-		t.Errorf("primary %q after the failover, want the survivor %s", got, survivor.address)
+	if got := a.Primary(); got != survivor.Address {
+		t.Errorf("primary %q after the failover, want the survivor %s", got, survivor.Address)
 	}
 
 	// A replacement starts and DNS moves to it: it is sent the complete
 	// object set at once and converges with no Flush. The caches get
 	// nothing: their replica did not change.
 	replacement := startReplica(t, bin)
-	envoys[replacement.address] = watchXDS(t, replacement.xdsAddress)
-	dns.set(survivor.address, replacement.address)
-	awaitReplicas(t, "replacement started", a, envoys, slices.Sorted(slices.Values([]string{survivor.address, replacement.address})), afterRollout)
+	envoys[replacement.Address] = watchXDS(t, replacement.XDSAddress)
+	dns.set(survivor.Address, replacement.Address)
+	awaitReplicas(t, "replacement started", a, envoys, slices.Sorted(slices.Values([]string{survivor.Address, replacement.Address})), afterRollout)
 	if calls := sink.takeCalls(); len(calls) != 0 {
 		t.Errorf("calls when the replacement joined: %q", calls)
 	}
@@ -313,14 +219,14 @@ func TestReplicatedAdapterFailover(t *testing.T) {
 
 	// The survivor dies too: the replacement, which has followed every
 	// change, takes over.
-	survivor.kill()
+	survivor.Kill()
 	update(caSecret(ca1), caSecret(ca2))
 	step("CA rotated with the survivor dead", []string{"clusters changed=[extension/auth/ext-authz] removed=[]"},
 		one(wantCluster(t, ca2),
 			wantCLA(locality{"authz-stable", 50, []string{"10.244.1.40", "10.244.3.41"}}, locality{"authz-canary", 50, []string{"10.244.1.31", "10.244.2.30"}}),
 			validStatus(2)))
-	if got := a.Primary(); got != replacement.address {
-		t.Errorf("primary %q after the second failover, want the replacement %s", got, replacement.address)
+	if got := a.Primary(); got != replacement.Address {
+		t.Errorf("primary %q after the second failover, want the replacement %s", got, replacement.Address)
 	}
 }
 

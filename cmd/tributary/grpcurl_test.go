@@ -1,24 +1,22 @@
 package main
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"regexp"
 	"slices"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/tributary-dev/tributary/internal/testproc"
 )
 
 // grpcurlPath is where `make tools` installs grpcurl.
@@ -28,6 +26,13 @@ const grpcurlPath = "../../bin/grpcurl"
 // with a message instead of stalling it until the global timeout. It is not
 // a performance expectation.
 const hangGuard = 2 * time.Minute
+
+// TestMain removes the binary TestGRPCurl builds.
+func TestMain(m *testing.M) {
+	code := m.Run()
+	testproc.RemoveBuilds()
+	os.Exit(code)
+}
 
 // TestGRPCurl runs the real binary and talks to it with the real grpcurl,
 // exactly as the README tells users to: reflection lists and describes our
@@ -44,12 +49,7 @@ func TestGRPCurl(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 4*hangGuard)
 	defer cancel()
 
-	bin := filepath.Join(t.TempDir(), "tributary")
-	if out, err := exec.CommandContext(ctx, "go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
-
-	srv := startServer(t, bin)
+	srv := testproc.Start(t, testproc.Build(t), "serve", "--address", "127.0.0.1:0")
 
 	grpcurlRun := func(stdin io.Reader, args ...string) string {
 		t.Helper()
@@ -60,13 +60,13 @@ func TestGRPCurl(t *testing.T) {
 		var stdout, stderr bytes.Buffer
 		cmd.Stdout, cmd.Stderr = &stdout, &stderr
 		if err := cmd.Run(); err != nil {
-			t.Fatalf("grpcurl %s: %v\nstdout:\n%s\nstderr:\n%s\nserver log:\n%s", strings.Join(args, " "), err, stdout.String(), stderr.String(), srv.log())
+			t.Fatalf("grpcurl %s: %v\nstdout:\n%s\nstderr:\n%s\nserver log:\n%s", strings.Join(args, " "), err, stdout.String(), stderr.String(), srv.Log())
 		}
 		return stdout.String()
 	}
 
 	t.Run("list", func(t *testing.T) {
-		services := strings.Fields(grpcurlRun(nil, srv.address, "list"))
+		services := strings.Fields(grpcurlRun(nil, srv.Address, "list"))
 		for _, want := range []string{"tributary.v1.TranslationService", "grpc.health.v1.Health"} {
 			if !slices.Contains(services, want) {
 				t.Errorf("grpcurl list = %q, want it to include %s", services, want)
@@ -77,7 +77,7 @@ func TestGRPCurl(t *testing.T) {
 	t.Run("describe", func(t *testing.T) {
 		// grpcurl cannot know this type on its own: describing it proves
 		// the server's reflection.
-		out := grpcurlRun(nil, srv.address, "describe", "tributary.v1.TranslateRequest")
+		out := grpcurlRun(nil, srv.Address, "describe", "tributary.v1.TranslateRequest")
 		for _, want := range []string{
 			"tributary.v1.TranslateRequest is a message:",
 			"message TranslateRequest {",
@@ -96,7 +96,7 @@ func TestGRPCurl(t *testing.T) {
 			t.Fatal(err)
 		}
 		defer func() { _ = req.Close() }()
-		out := grpcurlRun(req, "-d", "@", srv.address, "tributary.v1.TranslationService/Translate")
+		out := grpcurlRun(req, "-d", "@", srv.Address, "tributary.v1.TranslationService/Translate")
 		// grpcurl exits 0 even when it cannot resolve an Any; it prints
 		// "@error" in its place.
 		if strings.Contains(out, "@error") {
@@ -105,17 +105,11 @@ func TestGRPCurl(t *testing.T) {
 		checkExampleTranslation(t, out)
 	})
 
-	if err := srv.cmd.Process.Signal(syscall.SIGTERM); err != nil {
-		t.Fatal(err)
+	srv.Signal(t, syscall.SIGTERM)
+	if code := srv.Wait(t, hangGuard); code != 0 {
+		t.Fatalf("after SIGTERM the server exited with %d, want 0\nserver log:\n%s", code, srv.Log())
 	}
-	code, err := srv.wait(hangGuard)
-	if err != nil {
-		t.Fatalf("after SIGTERM: %v\nserver log:\n%s", err, srv.log())
-	}
-	if code != 0 {
-		t.Fatalf("after SIGTERM the server exited with %d, want 0\nserver log:\n%s", code, srv.log())
-	}
-	if log := srv.log(); !strings.Contains(log, `msg=stopped`) {
+	if log := srv.Log(); !strings.Contains(log, `msg=stopped`) {
 		t.Errorf("server log does not end with a clean stop:\n%s", log)
 	}
 }
@@ -202,91 +196,3 @@ func checkExampleTranslation(t *testing.T, out string) {
 func asSlice(v any) []any         { s, _ := v.([]any); return s }
 func asMap(v any) map[string]any  { m, _ := v.(map[string]any); return m }
 func jsonNumber(f float64) string { b, _ := json.Marshal(f); return string(b) }
-
-// serverProcess is a running `tributary serve`.
-type serverProcess struct {
-	cmd     *exec.Cmd
-	address string
-	exited  chan struct{}
-	waitErr error
-
-	mu     sync.Mutex
-	stderr bytes.Buffer
-}
-
-var listenAddress = regexp.MustCompile(`msg="serving gRPC" address=(\S+)`)
-
-// startServer starts bin serve on a free loopback port and reads the port
-// back from its first log line.
-func startServer(t *testing.T, bin string) *serverProcess {
-	t.Helper()
-	s := &serverProcess{cmd: exec.Command(bin, "serve", "--address", "127.0.0.1:0"), exited: make(chan struct{})}
-	pipe, err := s.cmd.StderrPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := s.cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		select {
-		case <-s.exited:
-		default:
-			_ = s.cmd.Process.Kill()
-			<-s.exited
-		}
-	})
-
-	lines := bufio.NewReader(pipe)
-	first, err := lines.ReadString('\n')
-	s.appendLog(first)
-	// Keep draining, so the server never blocks on a full pipe, and keep
-	// the log for failure messages.
-	go func() {
-		_, _ = io.Copy(logWriter{s}, lines)
-		s.waitErr = s.cmd.Wait()
-		close(s.exited)
-	}()
-	if err != nil {
-		t.Fatalf("reading the first log line: %v", err)
-	}
-	m := listenAddress.FindStringSubmatch(first)
-	if m == nil {
-		t.Fatalf("first log line does not name the address:\n%s", first)
-	}
-	s.address = m[1]
-	return s
-}
-
-// wait waits for the server to exit and returns its exit code.
-func (s *serverProcess) wait(guard time.Duration) (int, error) {
-	select {
-	case <-s.exited:
-	case <-time.After(guard):
-		return -1, errors.New("the server did not exit")
-	}
-	var exitErr *exec.ExitError
-	if s.waitErr != nil && !errors.As(s.waitErr, &exitErr) {
-		return -1, s.waitErr
-	}
-	return s.cmd.ProcessState.ExitCode(), nil
-}
-
-func (s *serverProcess) appendLog(line string) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.stderr.WriteString(line)
-}
-
-func (s *serverProcess) log() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.stderr.String()
-}
-
-type logWriter struct{ s *serverProcess }
-
-func (w logWriter) Write(p []byte) (int, error) {
-	w.s.appendLog(string(p))
-	return len(p), nil
-}

@@ -6,6 +6,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -201,6 +202,10 @@ func TestByteSize(t *testing.T) {
 		t.Errorf("String() = %q, want 64MiB", got.String())
 	}
 }
+
+// listenAddress matches the log line naming the gRPC address serve
+// listens on.
+var listenAddress = regexp.MustCompile(`msg="serving gRPC" address=(\S+)`)
 
 // TestServeInProcess serves until its context ends (as on SIGTERM) and
 // checks the server answered health checks and stopped cleanly.
