@@ -8,7 +8,6 @@ import (
 	"log/slog"
 	"net"
 	"regexp"
-	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -39,10 +38,10 @@ func TestClientVanishesMidBatch(t *testing.T) {
 	srv := startServer(t, nil, "--log-level", "debug")
 	ctx, cancel := context.WithTimeout(t.Context(), 3*hangGuard)
 	defer cancel()
-	others := startBystanders(ctx, t, dial(t, srv.address), 0, 8)
+	others := startBystanders(ctx, t, dial(t, srv.Address), 0, 8)
 
 	cut := &cuttingDialer{}
-	conn := dial(t, srv.address, grpc.WithContextDialer(cut.dial))
+	conn := dial(t, srv.Address, grpc.WithContextDialer(cut.dial))
 	stream, err := tributaryv1.NewTranslationServiceClient(conn).Sync(ctx)
 	if err != nil {
 		t.Fatal(err)
@@ -60,9 +59,12 @@ func TestClientVanishesMidBatch(t *testing.T) {
 	if !cut.fired() {
 		t.Fatalf("the connection was not cut mid-batch (the stream ended with %v)", err)
 	}
-	if status.Code(err) != codes.Unavailable {
-		t.Errorf("the vanished client's stream ended with %v, want Unavailable", err)
+	// How the client's own side ends (Unavailable as a rule) is incidental:
+	// what matters is the server's side, below.
+	if err == nil {
+		t.Fatal("the vanished client's stream got an answer")
 	}
+	t.Logf("the vanished client's stream ended with %v", err)
 
 	// The server ends the session and says why.
 	srv.waitLog(t, regexp.MustCompile(`level=INFO msg="finished call" .*grpc.method=Sync .*grpc.code=Canceled`))
@@ -70,7 +72,7 @@ func TestClientVanishesMidBatch(t *testing.T) {
 	waitMetric(t, srv, "tributary_sync_sessions_active", 8)
 	others.waitServed(t, 50)
 	others.finish(ctx, t)
-	translateExample(ctx, t, srv.address)
+	translateExample(ctx, t, srv.Address)
 }
 
 // cuttingDialer dials TCP connections that, once armed, let a budget of
@@ -155,11 +157,11 @@ func TestSlowReader(t *testing.T) {
 	srv := startServer(t, nil)
 	ctx, cancel := context.WithTimeout(t.Context(), 3*hangGuard)
 	defer cancel()
-	others := startBystanders(ctx, t, dial(t, srv.address), 0, 4)
+	others := startBystanders(ctx, t, dial(t, srv.Address), 0, 4)
 
 	const batches = 30
 	w := newTenant(50, 20, 200)
-	stream, err := tributaryv1.NewTranslationServiceClient(dial(t, srv.address)).Sync(ctx, grpc.MaxCallRecvMsgSize(client.DefaultMaxMsgSize))
+	stream, err := tributaryv1.NewTranslationServiceClient(dial(t, srv.Address)).Sync(ctx, grpc.MaxCallRecvMsgSize(client.DefaultMaxMsgSize))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -279,19 +281,19 @@ func TestSIGTERMWithOpenStreams(t *testing.T) {
 	defer cancel()
 	clientLog := &warnings{}
 	opts := []client.SyncOption{client.WithBackoff(20*time.Millisecond, 500*time.Millisecond), client.WithLogger(slog.New(clientLog))}
-	sessions := startBystanders(ctx, t, dial(t, first.address), 0, 10, opts...)
-	more := startBystanders(ctx, t, dial(t, first.address), 10, 10, opts...)
+	sessions := startBystanders(ctx, t, dial(t, first.Address), 0, 10, opts...)
+	more := startBystanders(ctx, t, dial(t, first.Address), 10, 10, opts...)
 	sessions.waitServed(t, 20)
 	firstInstance := instanceOf(sessions.sessions[0].View().Version)
 
-	if err := first.cmd.Process.Signal(syscall.SIGTERM); err != nil {
-		t.Fatal(err)
-	}
+	first.Signal(t, syscall.SIGTERM)
 	first.waitLog(t, regexp.MustCompile(`msg="shutting down"`))
-	// The draining server still answers the streams it has.
+	// The draining server still answers the streams it has, and has closed
+	// its listener: a new server can take the address.
 	sessions.waitServed(t, 20)
-	second := startOnAddress(t, first.address)
-	if code := first.waitExit(t); code != 0 {
+	waitListenable(t, first.Address)
+	second := startServer(t, nil, "--address", first.Address)
+	if code := first.Wait(t, hangGuard); code != 0 {
 		t.Errorf("the first server exited with %d after SIGTERM, want 0", code)
 	}
 	first.waitLog(t, regexp.MustCompile(`level=WARN msg="in-flight calls did not finish in time; closing connections"`))
@@ -325,23 +327,6 @@ func instanceOf(version string) string {
 	return instance
 }
 
-// startOnAddress starts a server on address, retrying while the address is
-// still taken by a server that is stopping.
-func startOnAddress(t *testing.T, address string) *server {
-	t.Helper()
-	deadline := time.Now().Add(hangGuard)
-	for {
-		s, err := launch(t, nil, "--address", address)
-		if err == nil {
-			return s
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("could not start a server on %s: %v", address, err)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-}
-
 // TestJunkAndOversized: random bytes on the gRPC port (before and after a
 // valid HTTP/2 preface), a Sync message of random bytes, and messages over
 // --max-message-size, one unary and one on a Sync stream, each refused
@@ -353,20 +338,20 @@ func TestJunkAndOversized(t *testing.T) {
 	srv := startServer(t, []string{"GRPC_GO_LOG_SEVERITY_LEVEL=info"}, "--max-message-size", "1MiB")
 	ctx, cancel := context.WithTimeout(t.Context(), 3*hangGuard)
 	defer cancel()
-	others := startBystanders(ctx, t, dial(t, srv.address), 0, 4)
+	others := startBystanders(ctx, t, dial(t, srv.Address), 0, 4)
 
 	t.Run("random bytes", func(t *testing.T) {
-		junk(t, srv.address, nil)
+		junk(t, srv.Address, nil)
 		srv.waitLog(t, regexp.MustCompile(`failed to create ServerTransport: .*received bogus greeting from client`))
-		translateExample(ctx, t, srv.address)
+		translateExample(ctx, t, srv.Address)
 	})
 	t.Run("random frames after the preface", func(t *testing.T) {
-		junk(t, srv.address, []byte("PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n"))
+		junk(t, srv.Address, []byte("PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n"))
 		srv.waitLog(t, regexp.MustCompile(`failed to create ServerTransport: .*(failed to read initial settings frame|saw invalid preface type)`))
-		translateExample(ctx, t, srv.address)
+		translateExample(ctx, t, srv.Address)
 	})
 	t.Run("random bytes as a Sync message", func(t *testing.T) {
-		conn := dial(t, srv.address)
+		conn := dial(t, srv.Address)
 		stream, err := conn.NewStream(ctx, &grpc.StreamDesc{ClientStreams: true, ServerStreams: true},
 			tributaryv1.TranslationService_Sync_FullMethodName, grpc.ForceCodecV2(rawCodec{}))
 		if err != nil {
@@ -384,19 +369,19 @@ func TestJunkAndOversized(t *testing.T) {
 			t.Errorf("a Sync message of random bytes ended the stream with %v, want Internal", err)
 		}
 		srv.waitLog(t, regexp.MustCompile(`msg="finished call" .*grpc.method=Sync .*grpc.code=Internal .*grpc.error=".*unmarshal`))
-		translateExample(ctx, t, srv.address)
+		translateExample(ctx, t, srv.Address)
 	})
 	t.Run("oversized Translate", func(t *testing.T) {
-		_, err := client.New(dial(t, srv.address)).Translate(ctx, &tributaryv1.TranslateRequest{Objects: overOneMiB(t, 200)})
+		_, err := client.New(dial(t, srv.Address)).Translate(ctx, &tributaryv1.TranslateRequest{Objects: overOneMiB(t, 200)})
 		if status.Code(err) != codes.ResourceExhausted || !strings.Contains(err.Error(), "larger than max") {
 			t.Errorf("a 1 MiB+ Translate ended with %v, want ResourceExhausted: larger than max", err)
 		}
-		translateExample(ctx, t, srv.address)
+		translateExample(ctx, t, srv.Address)
 	})
 	t.Run("oversized Sync batch", func(t *testing.T) {
 		// A raw stream: client.SyncSession would retry (ResourceExhausted
 		// is transient for it) until its context ends.
-		stream, err := tributaryv1.NewTranslationServiceClient(dial(t, srv.address)).Sync(ctx)
+		stream, err := tributaryv1.NewTranslationServiceClient(dial(t, srv.Address)).Sync(ctx)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -407,7 +392,7 @@ func TestJunkAndOversized(t *testing.T) {
 			t.Errorf("a 1 MiB+ Sync batch ended with %v, want ResourceExhausted", err)
 		}
 		srv.waitLog(t, regexp.MustCompile(`level=WARN msg="finished call" .*grpc.method=Sync .*grpc.code=ResourceExhausted .*received message larger than max \(\d+ vs\. 1048576\)`))
-		translateExample(ctx, t, srv.address)
+		translateExample(ctx, t, srv.Address)
 	})
 	others.finish(ctx, t)
 }
@@ -461,26 +446,5 @@ func translateExample(ctx context.Context, t *testing.T, address string) {
 	}
 	if len(resp.Clusters) != 1 {
 		t.Fatalf("Translate after the fault gave %d Clusters, want 1", len(resp.Clusters))
-	}
-}
-
-// waitMetric waits until an unlabelled metric has value want.
-func waitMetric(t *testing.T, srv *server, name string, want float64) {
-	t.Helper()
-	waitFor(t, name+" to be "+strconv.FormatFloat(want, 'g', -1, 64), func() bool {
-		v, _ := metric(srv.scrape(t), name)
-		return v == want
-	})
-}
-
-// waitFor polls cond until it holds, failing the test after hangGuard.
-func waitFor(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(hangGuard)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(20 * time.Millisecond)
 	}
 }

@@ -39,7 +39,7 @@ func TestGHZTranslate(t *testing.T) {
 		"--duration", "2s", "--duration-stop", "wait",
 		"--concurrency", "4", "--connections", "1",
 		"--format", "json", "--output", report,
-		srv.address)
+		srv.Address)
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out
 	if err := cmd.Run(); err != nil {

@@ -55,7 +55,7 @@ func TestSoak(t *testing.T) {
 	logger := slog.New(clientLog)
 	conns := make([]*grpc.ClientConn, (soakSessions+sessionsPerConnection-1)/sessionsPerConnection)
 	for i := range conns {
-		conns[i] = dial(t, srv.address)
+		conns[i] = dial(t, srv.Address)
 	}
 	tenants := make([]*tenant, soakSessions)
 	sessions := make([]*client.SyncSession, soakSessions)
