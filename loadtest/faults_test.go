@@ -67,8 +67,10 @@ func TestClientVanishesMidBatch(t *testing.T) {
 	t.Logf("the vanished client's stream ended with %v", err)
 
 	// The server ends the session and says why.
-	srv.waitLog(t, regexp.MustCompile(`level=INFO msg="finished call" .*grpc.method=Sync .*grpc.code=Canceled`))
-	srv.waitLog(t, regexp.MustCompile(`level=DEBUG msg="sync session ended" .*batches=0 .*error=`))
+	// (batches=0 singles it out: every bystander has loaded.)
+	ended := srv.waitLog(t, regexp.MustCompile(`level=DEBUG msg="sync session ended" session=(\w+) batches=0 .*error="([^"]+)"`))
+	t.Logf("the server ended session %s: %s", ended[1], ended[2])
+	srv.waitLog(t, regexp.MustCompile(`level=INFO msg="finished call" .*grpc.method=Sync .*session=`+ended[1]+` .*grpc.code=Canceled`))
 	waitMetric(t, srv, "tributary_sync_sessions_active", 8)
 	others.waitServed(t, 50)
 	others.finish(ctx, t)
