@@ -113,6 +113,18 @@ func (w *Watcher) Mode() Mode { return w.mode }
 // discovers them in.
 var typeOrder = []string{resourcev3.ListenerType, resourcev3.ClusterType, resourcev3.EndpointType}
 
+// subscribe sends the initial subscriptions with send, one request per
+// type; only the first names the node, as a client does.
+func (w *Watcher) subscribe(node *corev3.Node, send func(node *corev3.Node, typeURL string, names []string) error) error {
+	for _, typeURL := range w.subscribedTypes() {
+		if err := send(node, typeURL, w.subscriptions[typeURL]); err != nil {
+			return err
+		}
+		node = nil
+	}
+	return nil
+}
+
 func (w *Watcher) subscribedTypes() []string {
 	var out []string
 	for _, t := range typeOrder {
@@ -129,14 +141,11 @@ func (w *Watcher) subscribedTypes() []string {
 }
 
 func (w *Watcher) runSotW(st discoveryv3.AggregatedDiscoveryService_StreamAggregatedResourcesClient, node *corev3.Node) error {
-	for i, typeURL := range w.subscribedTypes() {
-		req := &discoveryv3.DiscoveryRequest{TypeUrl: typeURL, ResourceNames: w.subscriptions[typeURL]}
-		if i == 0 {
-			req.Node = node
-		}
-		if err := st.Send(req); err != nil {
-			return err
-		}
+	err := w.subscribe(node, func(node *corev3.Node, typeURL string, names []string) error {
+		return st.Send(&discoveryv3.DiscoveryRequest{Node: node, TypeUrl: typeURL, ResourceNames: names})
+	})
+	if err != nil {
+		return err
 	}
 	for {
 		resp, err := st.Recv()
@@ -168,14 +177,11 @@ func (w *Watcher) runSotW(st discoveryv3.AggregatedDiscoveryService_StreamAggreg
 }
 
 func (w *Watcher) runDelta(st discoveryv3.AggregatedDiscoveryService_DeltaAggregatedResourcesClient, node *corev3.Node) error {
-	for i, typeURL := range w.subscribedTypes() {
-		req := &discoveryv3.DeltaDiscoveryRequest{TypeUrl: typeURL, ResourceNamesSubscribe: w.subscriptions[typeURL]}
-		if i == 0 {
-			req.Node = node
-		}
-		if err := st.Send(req); err != nil {
-			return err
-		}
+	err := w.subscribe(node, func(node *corev3.Node, typeURL string, names []string) error {
+		return st.Send(&discoveryv3.DeltaDiscoveryRequest{Node: node, TypeUrl: typeURL, ResourceNamesSubscribe: names})
+	})
+	if err != nil {
+		return err
 	}
 	for {
 		resp, err := st.Recv()
