@@ -113,18 +113,6 @@ func (w *Watcher) Mode() Mode { return w.mode }
 // discovers them in.
 var typeOrder = []string{resourcev3.ListenerType, resourcev3.ClusterType, resourcev3.EndpointType}
 
-// subscribe sends the initial subscriptions with send, one request per
-// type; only the first names the node, as a client does.
-func (w *Watcher) subscribe(node *corev3.Node, send func(node *corev3.Node, typeURL string, names []string) error) error {
-	for _, typeURL := range w.subscribedTypes() {
-		if err := send(node, typeURL, w.subscriptions[typeURL]); err != nil {
-			return err
-		}
-		node = nil
-	}
-	return nil
-}
-
 func (w *Watcher) subscribedTypes() []string {
 	var out []string
 	for _, t := range typeOrder {
@@ -141,69 +129,79 @@ func (w *Watcher) subscribedTypes() []string {
 }
 
 func (w *Watcher) runSotW(st discoveryv3.AggregatedDiscoveryService_StreamAggregatedResourcesClient, node *corev3.Node) error {
-	err := w.subscribe(node, func(node *corev3.Node, typeURL string, names []string) error {
-		return st.Send(&discoveryv3.DiscoveryRequest{Node: node, TypeUrl: typeURL, ResourceNames: names})
+	initial := initialRequests(w, node, func(node *corev3.Node, typeURL string, names []string) *discoveryv3.DiscoveryRequest {
+		return &discoveryv3.DiscoveryRequest{Node: node, TypeUrl: typeURL, ResourceNames: names}
 	})
-	if err != nil {
-		return err
-	}
-	for {
-		resp, err := st.Recv()
+	return exchange(st, initial, func(resp *discoveryv3.DiscoveryResponse) (*discoveryv3.DiscoveryRequest, func(), error) {
+		typeURL := resp.GetTypeUrl()
+		decoded, err := decodeAll(typeURL, resp.GetResources())
+		ack := &discoveryv3.DiscoveryRequest{TypeUrl: typeURL, ResourceNames: w.subscriptions[typeURL], ResponseNonce: resp.GetNonce(), VersionInfo: resp.GetVersionInfo()}
 		if err != nil {
-			return err
-		}
-		decoded, decodeErr := decodeAll(resp.GetTypeUrl(), resp.GetResources())
-		ack := &discoveryv3.DiscoveryRequest{
-			TypeUrl:       resp.GetTypeUrl(),
-			ResourceNames: w.subscriptions[resp.GetTypeUrl()],
-			ResponseNonce: resp.GetNonce(),
-			VersionInfo:   resp.GetVersionInfo(),
-		}
-		if decodeErr != nil {
-			ack.VersionInfo = w.lastVersion(resp.GetTypeUrl())
-			ack.ErrorDetail = &rpcstatus.Status{Code: int32(codes.InvalidArgument), Message: decodeErr.Error()}
-		}
-		if err := st.Send(ack); err != nil {
-			return err
-		}
-		if decodeErr != nil {
-			return fmt.Errorf("NACKed %s version %s: %w", resp.GetTypeUrl(), resp.GetVersionInfo(), decodeErr)
+			ack.VersionInfo = w.lastVersion(typeURL)
+			ack.ErrorDetail = &rpcstatus.Status{Code: int32(codes.InvalidArgument), Message: err.Error()}
+			return ack, nil, fmt.Errorf("NACKed %s version %s: %w", typeURL, resp.GetVersionInfo(), err)
 		}
 		// State of the World sends Listeners and Clusters whole: a name
 		// left out is gone. ClusterLoadAssignments are sent only when they
 		// change.
-		w.update(resp.GetTypeUrl(), decoded, nil, resp.GetTypeUrl() != resourcev3.EndpointType, resp.GetVersionInfo())
-	}
+		return ack, func() { w.update(typeURL, decoded, nil, typeURL != resourcev3.EndpointType, resp.GetVersionInfo()) }, nil
+	})
 }
 
 func (w *Watcher) runDelta(st discoveryv3.AggregatedDiscoveryService_DeltaAggregatedResourcesClient, node *corev3.Node) error {
-	err := w.subscribe(node, func(node *corev3.Node, typeURL string, names []string) error {
-		return st.Send(&discoveryv3.DeltaDiscoveryRequest{Node: node, TypeUrl: typeURL, ResourceNamesSubscribe: names})
+	initial := initialRequests(w, node, func(node *corev3.Node, typeURL string, names []string) *discoveryv3.DeltaDiscoveryRequest {
+		return &discoveryv3.DeltaDiscoveryRequest{Node: node, TypeUrl: typeURL, ResourceNamesSubscribe: names}
 	})
-	if err != nil {
-		return err
+	return exchange(st, initial, func(resp *discoveryv3.DeltaDiscoveryResponse) (*discoveryv3.DeltaDiscoveryRequest, func(), error) {
+		typeURL := resp.GetTypeUrl()
+		anys := make([]*anypb.Any, len(resp.GetResources()))
+		for i, r := range resp.GetResources() {
+			anys[i] = r.GetResource()
+		}
+		decoded, err := decodeAll(typeURL, anys)
+		ack := &discoveryv3.DeltaDiscoveryRequest{TypeUrl: typeURL, ResponseNonce: resp.GetNonce()}
+		if err != nil {
+			ack.ErrorDetail = &rpcstatus.Status{Code: int32(codes.InvalidArgument), Message: err.Error()}
+			return ack, nil, fmt.Errorf("NACKed %s version %s: %w", typeURL, resp.GetSystemVersionInfo(), err)
+		}
+		return ack, func() { w.update(typeURL, decoded, resp.GetRemovedResources(), false, resp.GetSystemVersionInfo()) }, nil
+	})
+}
+
+// initialRequests builds the initial subscriptions, one request per type;
+// only the first names the node, as a client does.
+func initialRequests[Req any](w *Watcher, node *corev3.Node, build func(node *corev3.Node, typeURL string, names []string) *Req) []*Req {
+	var out []*Req
+	for _, typeURL := range w.subscribedTypes() {
+		out = append(out, build(node, typeURL, w.subscriptions[typeURL]))
+		node = nil
+	}
+	return out
+}
+
+// exchange runs the client's side of an ADS stream of either variant: it
+// sends initial, then answers each response with the ACK or NACK that
+// answer builds. After an ACK is sent it calls accept, so the state changes
+// only once the server has been told; after a NACK it returns refusal.
+func exchange[Req, Resp any](st grpc.BidiStreamingClient[Req, Resp], initial []*Req, answer func(*Resp) (ack *Req, accept func(), refusal error)) error {
+	for _, req := range initial {
+		if err := st.Send(req); err != nil {
+			return err
+		}
 	}
 	for {
 		resp, err := st.Recv()
 		if err != nil {
 			return err
 		}
-		anys := make([]*anypb.Any, len(resp.GetResources()))
-		for i, r := range resp.GetResources() {
-			anys[i] = r.GetResource()
-		}
-		decoded, decodeErr := decodeAll(resp.GetTypeUrl(), anys)
-		ack := &discoveryv3.DeltaDiscoveryRequest{TypeUrl: resp.GetTypeUrl(), ResponseNonce: resp.GetNonce()}
-		if decodeErr != nil {
-			ack.ErrorDetail = &rpcstatus.Status{Code: int32(codes.InvalidArgument), Message: decodeErr.Error()}
-		}
+		ack, accept, refusal := answer(resp)
 		if err := st.Send(ack); err != nil {
 			return err
 		}
-		if decodeErr != nil {
-			return fmt.Errorf("NACKed %s version %s: %w", resp.GetTypeUrl(), resp.GetSystemVersionInfo(), decodeErr)
+		if refusal != nil {
+			return refusal
 		}
-		w.update(resp.GetTypeUrl(), decoded, resp.GetRemovedResources(), false, resp.GetSystemVersionInfo())
+		accept()
 	}
 }
 
