@@ -54,7 +54,7 @@ type endpointScratch struct {
 	// one slice's matching port numbers.
 	slices []*source.EndpointSlice
 	ports  []uint16
-	// keys is where sortCandidates packs IPv4 candidates.
+	// keys is where sortUnique packs IPv4 candidates.
 	keys []uint64
 }
 
@@ -230,9 +230,7 @@ func (b *Builder) collectEndpoints(namespace string, u *uniqueTarget, i int, con
 	}
 	clear(s.slices) // drop the pointers so the scratch keeps no input alive
 
-	run := s.candidates[start:]
-	s.sortCandidates(run, uint32(firstText))
-	run = slices.CompactFunc(run, sameSocket)
+	run := s.sortUnique(s.candidates[start:], uint32(firstText))
 
 	// An address:port in two localities makes proxyless gRPC clients reject
 	// the whole assignment: the earliest target keeps it.
@@ -266,26 +264,42 @@ func (b *Builder) collectEndpoints(namespace string, u *uniqueTarget, i int, con
 	u.start, u.end = start, len(s.candidates)
 }
 
-// sortCandidates sorts run by compareCandidates. The texts of run's
-// candidates start at index firstText.
+// sortUnique sorts run by compareCandidates and drops every candidate whose
+// address:port an earlier one already has (so the first spelling met
+// survives), in place. The texts of run's candidates start at index
+// firstText.
 //
 // Most clusters are IPv4 only, and then an address, a port and a spelling
 // index relative to firstText fit one uint64 whose numeric order is
 // compareCandidates' order: sorting those plain integers is several times
-// faster than sorting structs through a comparison function.
-func (s *endpointScratch) sortCandidates(run []candidate, firstText uint32) {
+// faster than sorting structs through a comparison function, and repeats
+// are then neighbours that differ only in the spelling bits.
+func (s *endpointScratch) sortUnique(run []candidate, firstText uint32) []candidate {
 	if len(s.texts)-int(firstText) > 1<<16 || slices.ContainsFunc(run, func(c candidate) bool { return c.v6 }) {
 		slices.SortFunc(run, compareCandidates)
-		return
+		n := 0
+		for _, c := range run {
+			if n == 0 || !sameSocket(run[n-1], c) {
+				run[n] = c
+				n++
+			}
+		}
+		return run[:n]
 	}
 	s.keys = s.keys[:0]
 	for _, c := range run {
 		s.keys = append(s.keys, uint64(uint32(c.lo))<<32|uint64(c.port)<<16|uint64(c.text-firstText))
 	}
 	slices.Sort(s.keys)
+	n := 0
 	for i, k := range s.keys {
-		run[i] = newCandidate4(uint32(k>>32), uint16(k>>16), firstText+uint32(k&0xffff))
+		if i > 0 && k>>16 == s.keys[i-1]>>16 {
+			continue
+		}
+		run[n] = newCandidate4(uint32(k>>32), uint16(k>>16), firstText+uint32(k&0xffff))
+		n++
 	}
+	return run[:n]
 }
 
 // appendSliceEndpoints appends to the scratch candidates every ready endpoint of es on every
