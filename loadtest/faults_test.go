@@ -333,23 +333,24 @@ func instanceOf(version string) string {
 // valid HTTP/2 preface), a Sync message of random bytes, and messages over
 // --max-message-size, one unary and one on a Sync stream, each refused
 // while the other sessions go on being served and a Translate succeeds
-// right after. Each refusal has its reason logged: the server's own log
-// says why a Sync stream ended; gRPC's logger (GRPC_GO_LOG_SEVERITY_LEVEL=
-// info) says why a connection was dropped.
+// right after. Each refusal has its reason in the server's own log at the
+// default level: why a connection was dropped (gRPC's reason, carried into
+// it), why a Sync stream ended, and which call gRPC refused before the
+// service saw it.
 func TestJunkAndOversized(t *testing.T) {
-	srv := startServer(t, []string{"GRPC_GO_LOG_SEVERITY_LEVEL=info"}, "--max-message-size", "1MiB")
+	srv := startServer(t, nil, "--max-message-size", "1MiB")
 	ctx, cancel := context.WithTimeout(t.Context(), 3*hangGuard)
 	defer cancel()
 	others := startBystanders(ctx, t, dial(t, srv.Address), 0, 4)
 
 	t.Run("random bytes", func(t *testing.T) {
 		junk(t, srv.Address, nil)
-		srv.waitLog(t, regexp.MustCompile(`failed to create ServerTransport: .*received bogus greeting from client`))
+		srv.waitLog(t, regexp.MustCompile(`level=INFO msg="refused a connection before any call" grpc.log=".*failed to create ServerTransport: .*received bogus greeting from client`))
 		translateExample(ctx, t, srv.Address)
 	})
 	t.Run("random frames after the preface", func(t *testing.T) {
 		junk(t, srv.Address, []byte("PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n"))
-		srv.waitLog(t, regexp.MustCompile(`failed to create ServerTransport: .*(failed to read initial settings frame|saw invalid preface type)`))
+		srv.waitLog(t, regexp.MustCompile(`level=INFO msg="refused a connection before any call" grpc.log=".*failed to create ServerTransport: .*(failed to read initial settings frame|saw invalid preface type)`))
 		translateExample(ctx, t, srv.Address)
 	})
 	t.Run("random bytes as a Sync message", func(t *testing.T) {
@@ -378,6 +379,7 @@ func TestJunkAndOversized(t *testing.T) {
 		if status.Code(err) != codes.ResourceExhausted || !strings.Contains(err.Error(), "larger than max") {
 			t.Errorf("a 1 MiB+ Translate ended with %v, want ResourceExhausted: larger than max", err)
 		}
+		srv.waitLog(t, regexp.MustCompile(`level=WARN msg="refused a call before it reached the service" grpc.method=/tributary.v1.TranslationService/Translate grpc.code=ResourceExhausted grpc.error="grpc: received message larger than max \(\d+ vs\. 1048576\)"`))
 		translateExample(ctx, t, srv.Address)
 	})
 	t.Run("oversized Sync batch", func(t *testing.T) {

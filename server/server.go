@@ -122,12 +122,15 @@ func newGRPCServer(opts Options, translation tributaryv1.TranslationServiceServe
 		// Logging is outermost so it reports the code recovery produced;
 		// metrics count that code too. Session ids come first, for logging
 		// to put them on the line that ends a Sync call.
+		grpc.StatsHandler(refusedCalls{logger: logger}),
 		grpc.ChainUnaryInterceptor(
+			reachedUnary,
 			selector.UnaryServerInterceptor(logging.UnaryServerInterceptor(slogAdapter(logger), logOnFinish), selector.MatchFunc(worthLogging)),
 			unaryMetrics,
 			recovery.UnaryServerInterceptor(recovery.WithRecoveryHandlerContext(recoverPanic(logger))),
 		),
 		grpc.ChainStreamInterceptor(
+			reachedStream,
 			sessionIDs,
 			selector.StreamServerInterceptor(logging.StreamServerInterceptor(slogAdapter(logger), logOnFinish), selector.MatchFunc(worthLogging)),
 			streamMetrics,

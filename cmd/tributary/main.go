@@ -8,6 +8,10 @@ import (
 	"fmt"
 	"io"
 	"os"
+
+	"google.golang.org/grpc/grpclog"
+
+	"github.com/tributary-dev/tributary/server"
 )
 
 const usage = `Tributary translates Contour ExtensionServices into Envoy Clusters and
@@ -32,7 +36,13 @@ type stdio struct {
 // reported, so its error is dropped, here and only here.
 func (s stdio) errorf(format string, args ...any) { _, _ = fmt.Fprintf(s.err, format, args...) }
 
+// grpcLog carries gRPC's own log into serve's log. gRPC's logger is global
+// and must be set before gRPC is used, so only the process's main sets it;
+// commands run in process by tests keep gRPC's default.
+var grpcLog server.GRPCLog
+
 func main() {
+	grpclog.SetLoggerV2(&grpcLog)
 	os.Exit(run(context.Background(), os.Args[1:], stdio{os.Stdin, os.Stdout, os.Stderr}))
 }
 

@@ -53,6 +53,7 @@ func runServe(ctx context.Context, args []string, std stdio) int {
 		return 2
 	}
 	logger := slog.New(slog.NewTextHandler(std.err, &slog.HandlerOptions{Level: level}))
+	grpcLog.Use(logger)
 	security, err := tlsFlags.start(logger)
 	if err != nil {
 		return tlsFailure(err, logger, std)
