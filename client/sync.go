@@ -10,6 +10,7 @@ import (
 	"maps"
 	"math/rand/v2"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -246,8 +247,9 @@ type batch struct {
 // delivered again, so the handler sees one consistent view, never a mix of
 // two servers' states. Until then the last known output stays as it is.
 // A permanent error (InvalidArgument for bad settings, Unimplemented,
-// PermissionDenied, Unauthenticated, FailedPrecondition, or a refused resend)
-// ends the session: Err reports it and Flush returns it.
+// PermissionDenied, Unauthenticated, FailedPrecondition, a message over a
+// size limit, or a refused resend) ends the session: Err reports it and
+// Flush returns it.
 //
 // A stream only breaks when gRPC notices the connection is gone; to notice
 // a server that vanished without closing its connections, dial with client
@@ -486,6 +488,12 @@ func retryable(err error) bool {
 	switch status.Code(err) {
 	case codes.InvalidArgument, codes.Unimplemented, codes.PermissionDenied, codes.Unauthenticated, codes.FailedPrecondition:
 		return false
+	case codes.ResourceExhausted:
+		// A message over a size limit (gRPC says "larger than max", sending
+		// or receiving, and has no typed error for it) would be sent again
+		// and refused again; other exhaustion, such as the server's limit
+		// on sessions, may pass later.
+		return !strings.Contains(status.Convert(err).Message(), "larger than max")
 	}
 	return true
 }

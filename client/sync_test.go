@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -797,5 +798,33 @@ func TestSyncXDSPublishing(t *testing.T) {
 	want := []*tributaryv1.SyncStart{{XdsNodeGroup: "projectcontour", PublishListeners: true}}
 	if d := cmp.Diff(want, fake.starts, protocmp.Transform()); d != "" {
 		t.Errorf("SyncStart (-want +got):\n%s", d)
+	}
+}
+
+// TestSyncOversizedBatchEndsSession: a batch over the server's message size
+// limit would be refused on every retry, so it ends the session and Flush
+// returns the error instead of waiting for a reconnect that cannot help.
+func TestSyncOversizedBatchEndsSession(t *testing.T) {
+	sb := newSwitchboard(t)
+	sb.serve(server.NewGRPCServer(server.Options{Logger: quietLogger(), MaxRecvMsgSize: 4096}))
+	s := client.New(sb.conn()).Sync(t.Context(), nil, client.WithLogger(quietLogger()),
+		client.WithBackoff(time.Millisecond, 10*time.Millisecond))
+	defer s.Close()
+
+	s.Upsert(&tributaryv1.KubernetesObject{Kind: &tributaryv1.KubernetesObject_Secret{Secret: &tributaryv1.Secret{
+		Metadata: &tributaryv1.ObjectMeta{Namespace: "ns", Name: "big"}, CaCrt: make([]byte, 8192)}}})
+	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+	defer cancel()
+	err := s.Flush(ctx)
+	if status.Code(err) != codes.ResourceExhausted || !strings.Contains(err.Error(), "larger than max") {
+		t.Fatalf("Flush of an oversized batch: got %v, want ResourceExhausted (larger than max)", err)
+	}
+	select {
+	case <-s.Done():
+	case <-ctx.Done():
+		t.Fatal("the session did not end")
+	}
+	if status.Code(s.Err()) != codes.ResourceExhausted {
+		t.Errorf("Err: got %v, want ResourceExhausted", s.Err())
 	}
 }

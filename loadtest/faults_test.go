@@ -383,8 +383,8 @@ func TestJunkAndOversized(t *testing.T) {
 		translateExample(ctx, t, srv.Address)
 	})
 	t.Run("oversized Sync batch", func(t *testing.T) {
-		// A raw stream: client.SyncSession would retry (ResourceExhausted
-		// is transient for it) until its context ends.
+		// A raw stream, to see exactly what the server answers (a
+		// client.SyncSession ends with this error too).
 		stream, err := tributaryv1.NewTranslationServiceClient(dial(t, srv.Address)).Sync(ctx)
 		if err != nil {
 			t.Fatal(err)
