@@ -1,12 +1,10 @@
 package client_test
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"io"
 	"log/slog"
-	"net"
 	"testing"
 
 	clusterv3 "github.com/envoyproxy/go-control-plane/envoy/config/cluster/v3"
@@ -15,15 +13,14 @@ import (
 	"go.uber.org/goleak"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/status"
-	"google.golang.org/grpc/test/bufconn"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/testing/protocmp"
 	"google.golang.org/protobuf/types/known/anypb"
 
 	"github.com/tributary-dev/tributary/client"
 	tributaryv1 "github.com/tributary-dev/tributary/gen/go/tributary/v1"
+	"github.com/tributary-dev/tributary/internal/grpctest"
 	"github.com/tributary-dev/tributary/server"
 	"github.com/tributary-dev/tributary/source"
 	"github.com/tributary-dev/tributary/translate"
@@ -36,25 +33,7 @@ func TestMain(m *testing.M) {
 // dial serves a real server over an in-memory listener until the test ends.
 func dial(t *testing.T) *grpc.ClientConn {
 	t.Helper()
-	s := server.NewGRPCServer(server.Options{Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
-	lis := bufconn.Listen(1 << 20)
-	done := make(chan error, 1)
-	go func() { done <- s.Serve(lis) }()
-	t.Cleanup(func() {
-		s.Stop()
-		if err := <-done; err != nil {
-			t.Errorf("Serve: %v", err)
-		}
-	})
-	conn, err := grpc.NewClient("passthrough:///bufconn",
-		grpc.WithContextDialer(func(ctx context.Context, _ string) (net.Conn, error) { return lis.DialContext(ctx) }),
-		grpc.WithTransportCredentials(insecure.NewCredentials()),
-	)
-	if err != nil {
-		t.Fatalf("NewClient: %v", err)
-	}
-	t.Cleanup(func() { conn.Close() })
-	return conn
+	return grpctest.Bufconn(t, server.NewGRPCServer(server.Options{Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}))
 }
 
 func object(o any) *tributaryv1.KubernetesObject {

@@ -1,16 +1,16 @@
 package server
 
 import (
-	"context"
 	"io"
 	"log/slog"
 	"net"
 	"testing"
 
+	"github.com/tributary-dev/tributary/internal/grpctest"
+
 	"go.uber.org/goleak"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
-	"google.golang.org/grpc/test/bufconn"
 )
 
 // TestMain fails the package if any test leaves a goroutine behind: every
@@ -20,34 +20,11 @@ func TestMain(m *testing.M) {
 }
 
 // serve runs s on lis until the test ends.
-func serve(t *testing.T, s *grpc.Server, lis net.Listener) {
-	t.Helper()
-	done := make(chan error, 1)
-	go func() { done <- s.Serve(lis) }()
-	t.Cleanup(func() {
-		s.Stop()
-		if err := <-done; err != nil {
-			t.Errorf("Serve: %v", err)
-		}
-	})
-}
+func serve(t *testing.T, s *grpc.Server, lis net.Listener) { grpctest.Serve(t, s, lis) }
 
 // dialBufconn serves s over an in-memory listener and returns a client
 // connection to it; both are closed when the test ends.
-func dialBufconn(t *testing.T, s *grpc.Server) *grpc.ClientConn {
-	t.Helper()
-	lis := bufconn.Listen(1 << 20)
-	serve(t, s, lis)
-	conn, err := grpc.NewClient("passthrough:///bufconn",
-		grpc.WithContextDialer(func(ctx context.Context, _ string) (net.Conn, error) { return lis.DialContext(ctx) }),
-		grpc.WithTransportCredentials(insecure.NewCredentials()),
-	)
-	if err != nil {
-		t.Fatalf("NewClient: %v", err)
-	}
-	t.Cleanup(func() { conn.Close() })
-	return conn
-}
+func dialBufconn(t *testing.T, s *grpc.Server) *grpc.ClientConn { return grpctest.Bufconn(t, s) }
 
 // dialTCP serves s on a loopback TCP port and returns a client connection.
 func dialTCP(t *testing.T, s *grpc.Server) *grpc.ClientConn {

@@ -15,7 +15,6 @@ import (
 	"log/slog"
 	"maps"
 	"math/big"
-	"net"
 	"os"
 	"slices"
 	"strings"
@@ -34,8 +33,6 @@ import (
 	contour_v1alpha1 "github.com/projectcontour/contour/apis/projectcontour/v1alpha1"
 	"go.uber.org/goleak"
 	"google.golang.org/grpc"
-	"google.golang.org/grpc/credentials/insecure"
-	"google.golang.org/grpc/test/bufconn"
 	"google.golang.org/protobuf/encoding/protojson"
 	"google.golang.org/protobuf/testing/protocmp"
 	"google.golang.org/protobuf/types/known/wrapperspb"
@@ -48,6 +45,7 @@ import (
 	"github.com/tributary-dev/tributary/client"
 	"github.com/tributary-dev/tributary/client/contour"
 	tributaryv1 "github.com/tributary-dev/tributary/gen/go/tributary/v1"
+	"github.com/tributary-dev/tributary/internal/grpctest"
 	"github.com/tributary-dev/tributary/internal/testproc"
 	"github.com/tributary-dev/tributary/server"
 )
@@ -63,25 +61,7 @@ func TestMain(m *testing.M) {
 // the test ends.
 func dial(t *testing.T) *grpc.ClientConn {
 	t.Helper()
-	s := server.NewGRPCServer(server.Options{Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
-	lis := bufconn.Listen(1 << 20)
-	done := make(chan error, 1)
-	go func() { done <- s.Serve(lis) }()
-	t.Cleanup(func() {
-		s.Stop()
-		if err := <-done; err != nil {
-			t.Errorf("Serve: %v", err)
-		}
-	})
-	conn, err := grpc.NewClient("passthrough:///bufconn",
-		grpc.WithContextDialer(func(ctx context.Context, _ string) (net.Conn, error) { return lis.DialContext(ctx) }),
-		grpc.WithTransportCredentials(insecure.NewCredentials()),
-	)
-	if err != nil {
-		t.Fatalf("NewClient: %v", err)
-	}
-	t.Cleanup(func() { conn.Close() })
-	return conn
+	return grpctest.Bufconn(t, server.NewGRPCServer(server.Options{Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}))
 }
 
 // caches stands in for Contour's cluster cache, EDS cache and status
