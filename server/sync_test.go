@@ -29,6 +29,7 @@ import (
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/testing/protocmp"
 
+	"github.com/tributary-dev/tributary/client"
 	tributaryv1 "github.com/tributary-dev/tributary/gen/go/tributary/v1"
 	"github.com/tributary-dev/tributary/session"
 	"github.com/tributary-dev/tributary/source"
@@ -131,21 +132,8 @@ type objectKey struct {
 }
 
 func keyOf(o *tributaryv1.KubernetesObject) objectKey {
-	var k tributaryv1.ObjectKind
-	var m *tributaryv1.ObjectMeta
-	switch o := o.GetKind().(type) {
-	case *tributaryv1.KubernetesObject_ExtensionService:
-		k, m = tributaryv1.ObjectKind_OBJECT_KIND_EXTENSION_SERVICE, o.ExtensionService.GetMetadata()
-	case *tributaryv1.KubernetesObject_Service:
-		k, m = tributaryv1.ObjectKind_OBJECT_KIND_SERVICE, o.Service.GetMetadata()
-	case *tributaryv1.KubernetesObject_EndpointSlice:
-		k, m = tributaryv1.ObjectKind_OBJECT_KIND_ENDPOINT_SLICE, o.EndpointSlice.GetMetadata()
-	case *tributaryv1.KubernetesObject_Secret:
-		k, m = tributaryv1.ObjectKind_OBJECT_KIND_SECRET, o.Secret.GetMetadata()
-	case *tributaryv1.KubernetesObject_TlsCertificateDelegation:
-		k, m = tributaryv1.ObjectKind_OBJECT_KIND_TLS_CERTIFICATE_DELEGATION, o.TlsCertificateDelegation.GetMetadata()
-	}
-	return objectKey{k, m.GetNamespace(), m.GetName()}
+	r := client.Reference(o)
+	return objectKey{r.GetKind(), r.GetNamespace(), r.GetName()}
 }
 
 // world is what a session should hold: the objects of every batch

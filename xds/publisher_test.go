@@ -176,17 +176,7 @@ func TestDeltaSendsOnlyChangedResources(t *testing.T) {
 	v3 := translate.Translate(objs, source.Settings{})
 	ch = changes(v2, v3)
 	mustApply(t, pub, ch)
-	for range 2 {
-		resp := c.Recv()
-		want := ch.RemovedClusters
-		if resp.GetTypeUrl() == resourcev3.EndpointType {
-			want = ch.RemovedClusterLoadAssignments
-		}
-		if len(resp.GetResources()) != 0 || !slices.Equal(resp.GetRemovedResources(), want) {
-			t.Errorf("%s after a deletion: got %v removing %v, want only the removal of %v", resp.GetTypeUrl(), xdstest.DeltaNames(resp), resp.GetRemovedResources(), want)
-		}
-		c.Ack(resp)
-	}
+	expectDeltaRemovals(t, c, ch, "after a deletion")
 }
 
 // A client of another node group sees nothing of "edge"; node.cluster
@@ -462,17 +452,7 @@ func TestTakeoverWithinGrace(t *testing.T) {
 	if resp := sc.Recv(); resp.GetTypeUrl() != resourcev3.ClusterType || !slices.Equal(xdstest.SotWNames(t, resp), names(v2.Clusters)) {
 		t.Errorf("after the grace period, the SotW client got %s %v, want CDS %v", resp.GetTypeUrl(), xdstest.SotWNames(t, resp), names(v2.Clusters))
 	}
-	for range 2 {
-		resp := c.Recv()
-		want := ch.RemovedClusters
-		if resp.GetTypeUrl() == resourcev3.EndpointType {
-			want = ch.RemovedClusterLoadAssignments
-		}
-		if len(resp.GetResources()) != 0 || !slices.Equal(resp.GetRemovedResources(), want) {
-			t.Errorf("%s after the grace period: got %v removing %v, want only the removal of %v", resp.GetTypeUrl(), xdstest.DeltaNames(resp), resp.GetRemovedResources(), want)
-		}
-		c.Ack(resp)
-	}
+	expectDeltaRemovals(t, c, ch, "after the grace period")
 }
 
 // The per-type services serve the same groups as ADS: EDS in State of the
@@ -531,5 +511,23 @@ func TestListenersOnlyForPublishedClusters(t *testing.T) {
 	}
 	if got := rec.refusedSoFar(); !slices.Equal(got, []string{"edge " + resourcev3.ClusterType + " extension/x/undecodable"}) {
 		t.Errorf("refused %v", got)
+	}
+}
+
+// expectDeltaRemovals receives and acknowledges the CDS and the EDS
+// response that follow ch, which must remove exactly ch's names and send
+// nothing else.
+func expectDeltaRemovals(t *testing.T, c *xdstest.DeltaClient, ch xds.Changes, when string) {
+	t.Helper()
+	for range 2 {
+		resp := c.Recv()
+		want := ch.RemovedClusters
+		if resp.GetTypeUrl() == resourcev3.EndpointType {
+			want = ch.RemovedClusterLoadAssignments
+		}
+		if len(resp.GetResources()) != 0 || !slices.Equal(resp.GetRemovedResources(), want) {
+			t.Errorf("%s %s: got %v removing %v, want only the removal of %v", resp.GetTypeUrl(), when, xdstest.DeltaNames(resp), resp.GetRemovedResources(), want)
+		}
+		c.Ack(resp)
 	}
 }
