@@ -13,7 +13,10 @@ import "github.com/tributary-dev/tributary/source"
 type Builder struct {
 	index    *Index
 	settings source.Settings
-	scratch  endpointScratch
+	// tlsParams is settings.UpstreamTLS as a model, the same for every
+	// ExtensionService.
+	tlsParams *TLSParams
+	scratch   endpointScratch
 }
 
 // NewBuilder returns a Builder over idx. settings must already be parsed and
@@ -25,7 +28,7 @@ func NewBuilder(idx *Index, settings source.Settings) *Builder {
 	if settings.ConnectTimeout == 0 {
 		settings.ConnectTimeout = source.DefaultConnectTimeout
 	}
-	return &Builder{index: idx, settings: settings}
+	return &Builder{index: idx, settings: settings, tlsParams: tlsParams(settings.UpstreamTLS)}
 }
 
 // Build validates es. It returns the ExtensionCluster, or nil when the

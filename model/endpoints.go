@@ -8,7 +8,6 @@ import (
 	"net/netip"
 	"slices"
 	"strconv"
-	"strings"
 
 	"github.com/tributary-dev/tributary/source"
 )
@@ -50,10 +49,8 @@ type endpointScratch struct {
 	// endpoints is what the Localities' Endpoints slices point into.
 	endpoints  []Endpoint
 	localities []Locality
-	// slices and ports hold one target's EndpointSlices (in name order) and
-	// one slice's matching port numbers.
-	slices []*source.EndpointSlice
-	ports  []uint16
+	// ports holds one slice's matching port numbers.
+	ports []uint16
 	// keys is where sortUnique packs IPv4 candidates.
 	keys []uint64
 }
@@ -218,17 +215,12 @@ func (b *Builder) collectEndpoints(namespace string, u *uniqueTarget, i int, con
 	s := &b.scratch
 	start, firstText := len(s.candidates), len(s.texts)
 
-	// Slices arrive in input order; walking them by name keeps the order of
-	// the warnings (and the surviving spelling of an address) independent
-	// of it.
-	s.slices = append(s.slices[:0], b.index.EndpointSlices(source.NamespacedName{Namespace: namespace, Name: u.service.Name})...)
-	if len(s.slices) > 1 {
-		slices.SortFunc(s.slices, func(a, b *source.EndpointSlice) int { return strings.Compare(a.Name, b.Name) })
-	}
-	for _, es := range s.slices {
+	// The Index lists a Service's slices in name order, which keeps the
+	// order of the warnings (and the surviving spelling of an address)
+	// independent of the order the input came in.
+	for _, es := range b.index.EndpointSlices(source.NamespacedName{Namespace: namespace, Name: u.service.Name}) {
 		b.appendSliceEndpoints(es, u.port.Name, cond)
 	}
-	clear(s.slices) // drop the pointers so the scratch keeps no input alive
 
 	run := s.sortUnique(s.candidates[start:], uint32(firstText))
 

@@ -121,7 +121,7 @@ func (b *Builder) build(es *source.ExtensionService, st *Status) *ExtensionClust
 			CACertificate:            validation.caCertificate,
 			SubjectNames:             validation.subjectNames,
 			ClientCertificateSDSName: clientCertSDSName,
-			Params:                   tlsParams(b.settings.UpstreamTLS),
+			Params:                   b.tlsParams,
 		}
 		if len(validation.subjectNames) > 0 {
 			ec.TLS.SNI = validation.subjectNames[0]

@@ -114,17 +114,16 @@ type Endpoint struct {
 
 // Condition types, statuses and reasons shared by every ExtensionService.
 const (
-	ConditionValid       = "Valid"
-	ConditionTrue        = "True"
-	ConditionFalse       = "False"
-	ReasonValid          = "Valid"
-	ReasonErrorPresent   = "ErrorPresent"
-	MessageValid         = "Valid ExtensionService"
-	MessageErrorPresent  = "At least one error present, see Errors for details"
-	SubConditionSpec     = "SpecError"
-	SubConditionService  = "ServiceError"
-	SubConditionTLS      = "TLSError"
-	SubConditionInternal = "InternalError"
+	ConditionValid      = "Valid"
+	ConditionTrue       = "True"
+	ConditionFalse      = "False"
+	ReasonValid         = "Valid"
+	ReasonErrorPresent  = "ErrorPresent"
+	MessageValid        = "Valid ExtensionService"
+	MessageErrorPresent = "At least one error present, see Errors for details"
+	SubConditionSpec    = "SpecError"
+	SubConditionService = "ServiceError"
+	SubConditionTLS     = "TLSError"
 )
 
 // Status is what translation says about one ExtensionService.

@@ -141,7 +141,10 @@ func (b *Builder) lookupUpstreamValidation(v *source.UpstreamValidation, namespa
 	}
 	// Contour leaves UTF-8 to the API server; here invalid UTF-8 would make
 	// a Cluster (and a status message) that protobuf cannot encode.
-	for _, n := range append([]string{v.SubjectName}, v.SubjectNames...) {
+	if !utf8.ValidString(v.SubjectName) {
+		return upstreamValidation{}, fmt.Errorf("subject name %q is not valid UTF-8", v.SubjectName)
+	}
+	for _, n := range v.SubjectNames {
 		if !utf8.ValidString(n) {
 			return upstreamValidation{}, fmt.Errorf("subject name %q is not valid UTF-8", n)
 		}

@@ -17,8 +17,9 @@ type rebuilder struct {
 	builder  *translate.Builder
 }
 
-// inlineLimit is the size of a set rebuilt on the calling goroutine.
-const inlineLimit = 64
+// inlineLimit is the size from which a set goes to translate.Build: below
+// it, Build would run on one goroutine anyway, with a fresh Builder.
+const inlineLimit = translate.ParallelThreshold
 
 func newRebuilder(idx *model.Index, settings source.Settings) *rebuilder {
 	return &rebuilder{index: idx, settings: settings, builder: translate.NewBuilder(idx, settings)}
@@ -39,7 +40,7 @@ func (r *rebuilder) build(es []*extension, outcomes []translate.Outcome) []trans
 	outcomes = outcomes[:0]
 	for _, e := range es {
 		if e.change == changeTargets && e.clusterVersion != "" {
-			kept := translate.Resource{Name: model.ClusterName(e.name.Namespace, e.name.Name), Version: e.clusterVersion, Body: keptCluster}
+			kept := translate.Resource{Name: e.status.ClusterName, Version: e.clusterVersion, Body: keptCluster}
 			outcomes = append(outcomes, r.builder.RebuildEndpoints(e.object, kept))
 			continue
 		}

@@ -332,11 +332,7 @@ func (s *Session) delete(ref Ref) {
 		s.index.DeleteSecret(ref.Name)
 		s.markSecret(ref.Name)
 	case KindTLSCertificateDelegation:
-		held := false
-		for _, d := range s.index.Delegations(ref.Name.Namespace) {
-			held = held || d.Name == ref.Name.Name
-		}
-		if !held {
+		if s.delegation(ref.Name) == nil {
 			return
 		}
 		s.index.DeleteTLSCertificateDelegation(ref.Name)
@@ -405,7 +401,7 @@ func (s *Session) rebuildDirty() Delta {
 	if len(s.order) > smallScratch {
 		s.order, s.rebuild = nil, nil
 	}
-	if len(outcomes) <= inlineLimit {
+	if len(outcomes) < inlineLimit {
 		clear(outcomes) // drop the bodies: the Delta has them now
 		s.outcomes = outcomes
 	}

@@ -116,6 +116,10 @@ func Build(idx *model.Index, settings source.Settings, es []*source.ExtensionSer
 // workers would cost more than it saves.
 const minPerWorker = 64
 
+// ParallelThreshold is the smallest set Build may spread over more than one
+// worker; smaller sets run on the calling goroutine.
+const ParallelThreshold = 2 * minPerWorker
+
 func build(idx *model.Index, settings source.Settings, es []*source.ExtensionService, enc encoding) []Outcome {
 	outcomes := make([]Outcome, len(es))
 	workers := min(runtime.GOMAXPROCS(0), max(1, len(es)/minPerWorker))
