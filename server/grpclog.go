@@ -29,10 +29,7 @@ var _ grpclog.LoggerV2 = (*GRPCLog)(nil)
 func (g *GRPCLog) Use(l *slog.Logger) { g.logger.Store(l) }
 
 func (g *GRPCLog) log(level slog.Level, text string) {
-	l := g.logger.Load()
-	if l == nil {
-		l = slog.Default()
-	}
+	l := orDefaultLogger(g.logger.Load())
 	text = strings.TrimSpace(text)
 	if level == slog.LevelInfo {
 		level = slog.LevelDebug

@@ -19,7 +19,6 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
-	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -236,20 +235,6 @@ func (r *Reloader) ServerConfig() *tls.Config {
 // Certificate returns the leaf certificate new handshakes present.
 func (r *Reloader) Certificate() *x509.Certificate {
 	return r.current.Load().leaf
-}
-
-// AllowedClientSANs returns the allowlist, sorted; nil when any client the
-// CA trusts is accepted.
-func (r *Reloader) AllowedClientSANs() []string {
-	if r.allowed == nil {
-		return nil
-	}
-	out := make([]string, 0, len(r.allowed))
-	for san := range r.allowed {
-		out = append(out, san)
-	}
-	slices.Sort(out)
-	return out
 }
 
 // Run reloads the files every PollInterval until ctx ends. A failed reload

@@ -181,6 +181,9 @@ func (t *nackTracker) deltaNack(id int64, req *discoveryv3.DeltaDiscoveryRequest
 	if !ok {
 		return Nack{}, false
 	}
+	// Sorted here, once, rather than on every response: refused hands a
+	// response out only once, so nothing else reads its names meanwhile.
+	slices.Sort(sent.names)
 	return Nack{
 		NodeID:          node.GetId(),
 		NodeGroup:       NodeGroup(node),
@@ -198,7 +201,6 @@ func (t *nackTracker) OnStreamDeltaResponse(id int64, _ *discoveryv3.DeltaDiscov
 	for _, r := range resp.GetResources() {
 		names = append(names, r.GetName())
 	}
-	slices.Sort(names)
 	t.sent(resp.GetTypeUrl(), len(names))
 	t.mu.Lock()
 	defer t.mu.Unlock()

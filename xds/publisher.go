@@ -236,9 +236,17 @@ func (pub *Publication) Apply(c Changes) error {
 		listeners := make(map[string]types.Resource, len(c.Clusters))
 		versions := make(map[string]string, len(c.Clusters))
 		published := g.published(resourcev3.ClusterType).versions
+		publishedListeners := g.published(resourcev3.ListenerType).versions
 		for _, r := range c.Clusters {
 			if _, ok := published[r.Name]; !ok {
 				continue // refused, with no good version: a Listener would lead nowhere
+			}
+			versions[r.Name] = ""
+			if _, ok := publishedListeners[r.Name]; ok {
+				// A Listener depends on the Cluster's name alone: the one
+				// published stands. A nil entry still marks it fresh.
+				listeners[r.Name] = nil
+				continue
 			}
 			l := BuildListener(r.Name)
 			if err := checkListener(l); err != nil {
@@ -247,7 +255,6 @@ func (pub *Publication) Apply(c Changes) error {
 			} else {
 				listeners[r.Name] = l
 			}
-			versions[r.Name] = ""
 		}
 		p.updateLocked(g, resourcev3.ListenerType, versions, listeners, c.RemovedClusters)
 	}

@@ -136,4 +136,4 @@ type xdsMetrics struct{ m *metrics.Metrics }
 
 func (x xdsMetrics) Nack(n xds.Nack)                 { x.m.RecordNACK(n.TypeURL) }
 func (x xdsMetrics) Refused(_, _, _ string, _ error) {} // logged by the Publisher; a translator bug, not a rate
-func (x xdsMetrics) Sent(typeURL string, n int)      { x.m.ResourcesSent("xds", typeURL, n) }
+func (x xdsMetrics) Sent(typeURL string, n int)      { x.m.ResourcesSent(metrics.RPCXDS, typeURL, n) }
