@@ -69,10 +69,7 @@ type Translation struct {
 // wrapping ErrMalformedResponse. opts come after the client's defaults, so
 // they override them.
 func (c *Client) Translate(ctx context.Context, req *tributaryv1.TranslateRequest, opts ...grpc.CallOption) (*Translation, error) {
-	callOpts := make([]grpc.CallOption, 0, 2+len(opts))
-	callOpts = append(callOpts, grpc.MaxCallRecvMsgSize(DefaultMaxMsgSize), grpc.MaxCallSendMsgSize(DefaultMaxMsgSize))
-	callOpts = append(callOpts, opts...)
-	resp, err := c.rpc.Translate(ctx, req, callOpts...)
+	resp, err := c.rpc.Translate(ctx, req, callOptions(opts)...)
 	if err != nil {
 		return nil, err
 	}
@@ -133,4 +130,10 @@ func unpackResource(r *tributaryv1.Resource, m proto.Message, wantType string, v
 	}
 	versions[r.GetName()] = r.GetVersion()
 	return nil
+}
+
+// callOptions puts the client's defaults (message sizes matching the
+// server's) before opts, so that opts override them.
+func callOptions(opts []grpc.CallOption) []grpc.CallOption {
+	return append([]grpc.CallOption{grpc.MaxCallRecvMsgSize(DefaultMaxMsgSize), grpc.MaxCallSendMsgSize(DefaultMaxMsgSize)}, opts...)
 }

@@ -505,9 +505,7 @@ func (s *SyncSession) end(err error) {
 	waiters := s.waiters
 	s.waiters = nil
 	s.mu.Unlock()
-	for _, w := range waiters {
-		w <- err
-	}
+	notify(waiters, err)
 }
 
 type received struct {
@@ -519,8 +517,7 @@ type received struct {
 // server's full state, which resets the backoff.
 func (s *SyncSession) stream(ctx context.Context) (synced bool, err error) {
 	sctx, cancel := context.WithCancel(ctx)
-	callOpts := append([]grpc.CallOption{grpc.MaxCallRecvMsgSize(DefaultMaxMsgSize), grpc.MaxCallSendMsgSize(DefaultMaxMsgSize)}, s.opts.callOptions...)
-	st, err := s.rpc.Sync(sctx, callOpts...)
+	st, err := s.rpc.Sync(sctx, callOptions(s.opts.callOptions)...)
 	if err != nil {
 		cancel()
 		return false, err
@@ -643,9 +640,7 @@ func (s *SyncSession) nextBatch() *tributaryv1.SyncRequest {
 	}
 	clear(s.pending)
 	if len(b.changes) == 0 {
-		for _, w := range b.waiters {
-			w <- nil
-		}
+		notify(b.waiters, nil)
 		return nil
 	}
 	s.lastID++
@@ -723,9 +718,7 @@ func (s *SyncSession) handleDelta(d *tributaryv1.SyncDelta, synced *bool) error 
 		s.opts.onUpdate(u)
 	}
 	if answered != nil {
-		for _, w := range answered.waiters {
-			w <- nil
-		}
+		notify(answered.waiters, nil)
 	}
 	return nil
 }
@@ -761,9 +754,7 @@ func (s *SyncSession) handleRejected(r *tributaryv1.BatchRejected) error {
 	}
 	s.mu.Unlock()
 	s.opts.logger.Warn("tributary sync batch rejected", "batch", r.GetBatchId(), "message", r.GetMessage())
-	for _, w := range b.waiters {
-		w <- err
-	}
+	notify(b.waiters, err)
 	return nil
 }
 
@@ -799,17 +790,17 @@ func (o *output) apply(d *tributaryv1.SyncDelta, t *Translation) Update {
 
 	removedClusters, removedCLAs := d.GetRemovedClusters(), d.GetRemovedClusterLoadAssignments()
 	var removedStatuses []NamespacedName
-	for _, r := range d.GetRemovedStatuses() {
-		removedStatuses = append(removedStatuses, NamespacedName{r.GetNamespace(), r.GetName()})
-	}
-	if d.GetFullState() {
+	if !d.GetFullState() {
+		for _, r := range d.GetRemovedStatuses() {
+			removedStatuses = append(removedStatuses, NamespacedName{r.GetNamespace(), r.GetName()})
+		}
+	} else {
 		removedClusters = absent(o.clusters, t.ClusterVersions)
 		removedCLAs = absent(o.clas, t.ClusterLoadAssignmentVersions)
 		present := make(map[NamespacedName]bool, len(t.Statuses))
 		for _, st := range t.Statuses {
 			present[NamespacedName{st.GetNamespace(), st.GetName()}] = true
 		}
-		removedStatuses = nil
 		for _, n := range slices.SortedFunc(maps.Keys(o.statuses), compareNames) {
 			if !present[n] {
 				removedStatuses = append(removedStatuses, n)
@@ -875,4 +866,11 @@ func applyResources[T any](have map[string]versioned[T], changed []T, versions m
 		}
 	}
 	return outChanged, outVersions, outRemoved
+}
+
+// notify answers every waiting Flush.
+func notify(waiters []chan<- error, err error) {
+	for _, w := range waiters {
+		w <- err
+	}
 }

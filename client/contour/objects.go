@@ -32,7 +32,7 @@ func ExtensionService(es *contour_v1alpha1.ExtensionService) *tributaryv1.Extens
 	out := &tributaryv1.ExtensionService{
 		Metadata: objectMeta(&es.ObjectMeta),
 		Spec: &tributaryv1.ExtensionServiceSpec{
-			Protocol:        cloneString(spec.Protocol),
+			Protocol:        clonePtr(spec.Protocol),
 			ProtocolVersion: string(spec.ProtocolVersion),
 		},
 	}
@@ -116,15 +116,15 @@ func EndpointSlice(slice *discovery_v1.EndpointSlice) *tributaryv1.EndpointSlice
 		c := ep.Conditions
 		if c.Ready != nil || c.Serving != nil || c.Terminating != nil {
 			e.Conditions = &tributaryv1.EndpointConditions{
-				Ready:       cloneBool(c.Ready),
-				Serving:     cloneBool(c.Serving),
-				Terminating: cloneBool(c.Terminating),
+				Ready:       clonePtr(c.Ready),
+				Serving:     clonePtr(c.Serving),
+				Terminating: clonePtr(c.Terminating),
 			}
 		}
 		out.Endpoints = append(out.Endpoints, e)
 	}
 	for _, p := range slice.Ports {
-		port := &tributaryv1.EndpointPort{Name: cloneString(p.Name)}
+		port := &tributaryv1.EndpointPort{Name: clonePtr(p.Name)}
 		if p.Port != nil {
 			port.Port = new(*p.Port)
 		}
@@ -211,14 +211,9 @@ func saturateInt32(v int) int32 {
 	return int32(min(max(v, math.MinInt32), math.MaxInt32))
 }
 
-func cloneString(p *string) *string {
-	if p == nil {
-		return nil
-	}
-	return new(*p)
-}
-
-func cloneBool(p *bool) *bool {
+// clonePtr copies *p, so the message shares nothing with the informer's
+// object; nil stays nil (unset).
+func clonePtr[T any](p *T) *T {
 	if p == nil {
 		return nil
 	}

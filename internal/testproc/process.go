@@ -250,9 +250,6 @@ func (p *Process) awaitAddresses(tb testing.TB, xds, metrics bool) {
 // Log returns everything the program wrote to stderr so far.
 func (p *Process) Log() string { return p.log.String() }
 
-// LogTail returns the last n lines of Log.
-func (p *Process) LogTail(n int) string { return p.log.Tail(n) }
-
 // WaitLog waits until the log matches re and returns the submatches of the
 // first match. It fails the test if the program exits first or the log
 // does not match within timeout.

@@ -14,6 +14,8 @@ import (
 	"slices"
 	"testing"
 
+	cachev3 "github.com/envoyproxy/go-control-plane/pkg/cache/v3"
+
 	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
 	discoveryv3 "github.com/envoyproxy/go-control-plane/envoy/service/discovery/v3"
 	"google.golang.org/grpc"
@@ -138,7 +140,7 @@ func SotWNames(tb testing.TB, resp *discoveryv3.DiscoveryResponse) []string {
 		if err != nil {
 			tb.Fatalf("UnmarshalNew: %v", err)
 		}
-		out = append(out, ResourceName(m))
+		out = append(out, cachev3.GetResourceName(m))
 	}
 	slices.Sort(out)
 	return out

@@ -10,8 +10,9 @@ import (
 	"testing"
 	"time"
 
+	cachev3 "github.com/envoyproxy/go-control-plane/pkg/cache/v3"
+
 	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
-	endpointv3 "github.com/envoyproxy/go-control-plane/envoy/config/endpoint/v3"
 	discoveryv3 "github.com/envoyproxy/go-control-plane/envoy/service/discovery/v3"
 	resourcev3 "github.com/envoyproxy/go-control-plane/pkg/resource/v3"
 	rpcstatus "google.golang.org/genproto/googleapis/rpc/status"
@@ -222,26 +223,13 @@ func decodeAll(typeURL string, resources []*anypb.Any) (map[string]proto.Message
 				return nil, err
 			}
 		}
-		name := ResourceName(m)
+		name := cachev3.GetResourceName(m)
 		if _, dup := out[name]; dup {
 			return nil, fmt.Errorf("%s %q twice in one response", typeURL, name)
 		}
 		out[name] = m
 	}
 	return out, nil
-}
-
-// ResourceName is the name xDS knows a resource by: a
-// ClusterLoadAssignment's cluster_name, any other resource's name ("" for
-// a message with neither).
-func ResourceName(m proto.Message) string {
-	switch r := m.(type) {
-	case *endpointv3.ClusterLoadAssignment:
-		return r.GetClusterName()
-	case interface{ GetName() string }:
-		return r.GetName()
-	}
-	return ""
 }
 
 // lastVersion is the last version accepted for typeURL: what a SotW NACK
