@@ -12,6 +12,8 @@ import (
 	"strings"
 	"time"
 
+	resourcev3 "github.com/envoyproxy/go-control-plane/pkg/resource/v3"
+
 	grpcprom "github.com/grpc-ecosystem/go-grpc-middleware/providers/prometheus"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
@@ -119,11 +121,8 @@ func New() *Metrics {
 // translationTypes are the types Translate and Sync send, and xdsTypes
 // those the xDS server serves: their series exist from the start.
 var (
-	translationTypes = []string{
-		"type.googleapis.com/envoy.config.cluster.v3.Cluster",
-		"type.googleapis.com/envoy.config.endpoint.v3.ClusterLoadAssignment",
-	}
-	xdsTypes = append(translationTypes[:len(translationTypes):len(translationTypes)], "type.googleapis.com/envoy.config.listener.v3.Listener")
+	translationTypes = []string{resourcev3.ClusterType, resourcev3.EndpointType}
+	xdsTypes         = append(translationTypes[:len(translationTypes):len(translationTypes)], resourcev3.ListenerType)
 )
 
 // ObjectKinds are the kind label values of tributary_sync_session_objects:

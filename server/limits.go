@@ -101,10 +101,7 @@ func (s *syncCall) decodeWithinLimits(pb *tributaryv1.SyncBatch, p *problems) *s
 	if p.count > 0 {
 		return b
 	}
-	maxBytes := s.budget.limits.maxSessionBytes
-	if maxBytes <= 0 {
-		maxBytes = DefaultMaxSessionBytes
-	}
+	maxBytes := orDefault(s.budget.limits.maxSessionBytes, DefaultMaxSessionBytes)
 	growth := s.session.SizeChange(b)
 	if after := s.budget.held + growth; after > maxBytes {
 		p.add("batch", ReasonResourceExhausted, fmt.Sprintf(

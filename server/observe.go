@@ -77,14 +77,15 @@ func orDefaultLogger(l *slog.Logger) *slog.Logger {
 	return l
 }
 
-// objectKindLabels are the metrics kind labels of session kinds.
-var objectKindLabels = map[session.Kind]string{
-	session.KindExtensionService:         "ExtensionService",
-	session.KindService:                  "Service",
-	session.KindEndpointSlice:            "EndpointSlice",
-	session.KindSecret:                   "Secret",
-	session.KindTLSCertificateDelegation: "TLSCertificateDelegation",
-}
+// objectKindLabels are the metrics kind labels of session kinds: the kind
+// names of the kinds table.
+var objectKindLabels = func() map[session.Kind]string {
+	m := make(map[session.Kind]string, numKinds)
+	for _, k := range kinds {
+		m[k.session] = k.name
+	}
+	return m
+}()
 
 // countSent counts the resources of one answer as sent over rpc.
 func countSent(m *metrics.Metrics, rpc string, clusters, clusterLoadAssignments []*tributaryv1.Resource) {

@@ -56,7 +56,7 @@ const maxReportedViolations = 16
 func decodeRequest(req *tributaryv1.TranslateRequest) (*source.Objects, source.Settings, error) {
 	var p problems
 	settings := decodeSettings(req.GetSettings(), "settings", &p)
-	objs := decodeObjects(req.GetObjects(), "objects", sharedArrays, &p)
+	objs := decodeObjects(req.GetObjects(), "objects", &p)
 	if err := p.err(); err != nil {
 		return nil, source.Settings{}, err
 	}
@@ -374,10 +374,10 @@ func carve[T any](backing *[]T, n int) []T {
 	return s
 }
 
-// decodeObjects checks objects, found at path list of the client's message,
-// and converts them.
-func decodeObjects(objects []*tributaryv1.KubernetesObject, list string, layout arrayLayout, p *problems) *source.Objects {
-	d := newDecoder(objects, list, layout)
+// decodeObjects checks the objects of a Translate request, found at path list
+// of the client's message, and converts them into shared arrays.
+func decodeObjects(objects []*tributaryv1.KubernetesObject, list string, p *problems) *source.Objects {
+	d := newDecoder(objects, list, sharedArrays)
 	d.decode(objects, p)
 	return &d.objs
 }
@@ -666,11 +666,7 @@ func quote(s string) string {
 	if len(s) <= maxQuoted {
 		return fmt.Sprintf("%q", s)
 	}
-	cut := maxQuoted
-	for cut > 0 && !utf8.RuneStart(s[cut]) {
-		cut--
-	}
-	return fmt.Sprintf("%q...", s[:cut])
+	return fmt.Sprintf("%q...", runePrefix(s, maxQuoted))
 }
 
 // truncate shortens a message built from client input, on a rune boundary.
@@ -678,9 +674,14 @@ func truncate(s string) string {
 	if len(s) <= 2*maxQuoted {
 		return s
 	}
-	cut := 2 * maxQuoted
-	for cut > 0 && !utf8.RuneStart(s[cut]) {
-		cut--
+	return runePrefix(s, 2*maxQuoted) + "..."
+}
+
+// runePrefix is at most the first n bytes of s (n < len(s)), cut on a rune
+// boundary.
+func runePrefix(s string, n int) string {
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
 	}
-	return s[:cut] + "..."
+	return s[:n]
 }

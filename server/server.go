@@ -152,7 +152,7 @@ func newGRPCServer(opts Options, translation tributaryv1.TranslationServiceServe
 	return s
 }
 
-func orDefault(v, def int) int {
+func orDefault[T int | int64](v, def T) T {
 	if v <= 0 {
 		return def
 	}

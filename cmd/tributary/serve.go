@@ -132,20 +132,7 @@ func runServe(ctx context.Context, args []string, std stdio) int {
 	metricsEndpoint.setReady(false)
 	logger.Info("shutting down", "timeout", *shutdownTimeout)
 
-	drained := make(chan struct{})
-	go func() {
-		srv.GracefulStop()
-		close(drained)
-	}()
-	timer := time.NewTimer(*shutdownTimeout)
-	defer timer.Stop()
-	select {
-	case <-drained:
-	case <-timer.C:
-		logger.Warn("in-flight calls did not finish in time; closing connections")
-		srv.Stop()
-		<-drained
-	}
+	stopWithin(srv, *shutdownTimeout, logger, "in-flight calls did not finish in time; closing connections")
 	if err := <-served; err != nil {
 		logger.Error("serving failed", "error", err)
 		return 1

@@ -115,19 +115,25 @@ func (e *xdsEndpoint) stop(logger *slog.Logger) {
 		return
 	}
 	e.publisher.Shutdown()
-	stopped := make(chan struct{})
+	stopWithin(e.server, xdsStopTimeout, logger, "xDS responses did not finish in time; closing connections")
+}
+
+// stopWithin stops srv gracefully, letting calls in flight finish, but for
+// at most d: then it logs late and closes every connection.
+func stopWithin(srv *grpc.Server, d time.Duration, logger *slog.Logger, late string) {
+	drained := make(chan struct{})
 	go func() {
-		e.server.GracefulStop()
-		close(stopped)
+		srv.GracefulStop()
+		close(drained)
 	}()
-	timer := time.NewTimer(xdsStopTimeout)
+	timer := time.NewTimer(d)
 	defer timer.Stop()
 	select {
-	case <-stopped:
+	case <-drained:
 	case <-timer.C:
-		logger.Warn("xDS responses did not finish in time; closing connections")
-		e.server.Stop()
-		<-stopped
+		logger.Warn(late)
+		srv.Stop()
+		<-drained
 	}
 }
 
