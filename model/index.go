@@ -49,12 +49,8 @@ func NewIndex(objs *source.Objects) *Index {
 	return idx
 }
 
-func nameOf(m *source.Meta) source.NamespacedName {
-	return source.NamespacedName{Namespace: m.Namespace, Name: m.Name}
-}
-
 // PutService adds s or replaces the Service of the same name.
-func (idx *Index) PutService(s *source.Service) { idx.services[nameOf(&s.Meta)] = s }
+func (idx *Index) PutService(s *source.Service) { idx.services[s.NamespacedName()] = s }
 
 // DeleteService forgets the named Service.
 func (idx *Index) DeleteService(name source.NamespacedName) { delete(idx.services, name) }
@@ -62,7 +58,7 @@ func (idx *Index) DeleteService(name source.NamespacedName) { delete(idx.service
 // PutEndpointSlice adds s or replaces the EndpointSlice of the same name,
 // even when the replacement names another Service.
 func (idx *Index) PutEndpointSlice(s *source.EndpointSlice) {
-	name := nameOf(&s.Meta)
+	name := s.NamespacedName()
 	idx.DeleteEndpointSlice(name)
 	idx.sliceByName[name] = s
 	svc, ok := s.Labels[source.ServiceNameLabel]
@@ -96,14 +92,14 @@ func (idx *Index) DeleteEndpointSlice(name source.NamespacedName) {
 }
 
 // PutSecret adds s or replaces the Secret of the same name.
-func (idx *Index) PutSecret(s *source.Secret) { idx.secrets[nameOf(&s.Meta)] = s }
+func (idx *Index) PutSecret(s *source.Secret) { idx.secrets[s.NamespacedName()] = s }
 
 // DeleteSecret forgets the named Secret.
 func (idx *Index) DeleteSecret(name source.NamespacedName) { delete(idx.secrets, name) }
 
 // PutTLSCertificateDelegation adds d or replaces the delegation of the same name.
 func (idx *Index) PutTLSCertificateDelegation(d *source.TLSCertificateDelegation) {
-	name := nameOf(&d.Meta)
+	name := d.NamespacedName()
 	idx.DeleteTLSCertificateDelegation(name)
 	idx.delegations[name] = d
 	list := idx.delegByNS[d.Namespace]
@@ -124,6 +120,11 @@ func (idx *Index) DeleteTLSCertificateDelegation(name source.NamespacedName) {
 		return
 	}
 	idx.delegByNS[name.Namespace] = list
+}
+
+// EndpointSlice returns the named EndpointSlice, or nil.
+func (idx *Index) EndpointSlice(name source.NamespacedName) *source.EndpointSlice {
+	return idx.sliceByName[name]
 }
 
 // Service returns the named Service, or nil.

@@ -88,10 +88,6 @@ type Session struct {
 	index    *model.Index
 
 	extensions map[source.NamespacedName]*extension
-	// endpointSlices are kept by name as well as in the index, because
-	// replacing or deleting one must find the Service its old label named.
-	endpointSlices map[source.NamespacedName]*source.EndpointSlice
-
 	// Reverse indexes: who reads what (see reads).
 	byTarget              dependents[source.NamespacedName]
 	byCASecret            dependents[source.NamespacedName]
@@ -135,7 +131,6 @@ func New(settings source.Settings) *Session {
 		index:                 idx,
 		builder:               newRebuilder(idx, settings),
 		extensions:            map[source.NamespacedName]*extension{},
-		endpointSlices:        map[source.NamespacedName]*source.EndpointSlice{},
 		byTarget:              dependents[source.NamespacedName]{},
 		byCASecret:            dependents[source.NamespacedName]{},
 		byDelegationNamespace: dependents[string]{},
@@ -168,7 +163,7 @@ func (s *Session) Apply(b *Batch) Delta {
 		svc := new(source.Service)
 		*svc = up.Services[i]
 		s.index.PutService(svc)
-		s.markTarget(nameOf(&svc.Meta))
+		s.markTarget(svc.NamespacedName())
 	}
 	for i := range up.EndpointSlices {
 		slice := new(source.EndpointSlice)
@@ -179,7 +174,7 @@ func (s *Session) Apply(b *Batch) Delta {
 		secret := new(source.Secret)
 		*secret = up.Secrets[i]
 		s.index.PutSecret(secret)
-		s.markSecret(nameOf(&secret.Meta))
+		s.markSecret(secret.NamespacedName())
 	}
 	for i := range up.TLSCertificateDelegations {
 		d := new(source.TLSCertificateDelegation)
@@ -193,12 +188,8 @@ func (s *Session) Apply(b *Batch) Delta {
 	return s.rebuildDirty()
 }
 
-func nameOf(m *source.Meta) source.NamespacedName {
-	return source.NamespacedName{Namespace: m.Namespace, Name: m.Name}
-}
-
 func (s *Session) putExtensionService(es *source.ExtensionService) {
-	name := nameOf(&es.Meta)
+	name := es.NamespacedName()
 	e := s.extensions[name]
 	if e == nil {
 		e = &extension{name: name}
@@ -241,12 +232,12 @@ func (s *Session) unlink(e *extension) {
 }
 
 func (s *Session) putEndpointSlice(slice *source.EndpointSlice) {
-	name := nameOf(&slice.Meta)
-	if old := s.endpointSlices[name]; old != nil {
-		// A relabelled slice leaves one Service and joins another: both change.
+	name := slice.NamespacedName()
+	if old := s.index.EndpointSlice(name); old != nil {
+		// A relabelled slice leaves one Service and joins another: both
+		// change. The index finds the old one by name, label or not.
 		s.markSliceService(old)
 	}
-	s.endpointSlices[name] = slice
 	s.index.PutEndpointSlice(slice)
 	s.markSliceService(slice)
 }
@@ -318,11 +309,10 @@ func (s *Session) delete(ref Ref) {
 		s.index.DeleteService(ref.Name)
 		s.markTarget(ref.Name)
 	case KindEndpointSlice:
-		old := s.endpointSlices[ref.Name]
+		old := s.index.EndpointSlice(ref.Name)
 		if old == nil {
 			return
 		}
-		delete(s.endpointSlices, ref.Name)
 		s.index.DeleteEndpointSlice(ref.Name)
 		s.markSliceService(old)
 	case KindSecret:
@@ -473,7 +463,7 @@ func (s *Session) State() Delta {
 	for _, e := range s.extensions {
 		all = append(all, e.object)
 	}
-	slices.SortFunc(all, func(a, b *source.ExtensionService) int { return compareNames(nameOf(&a.Meta), nameOf(&b.Meta)) })
+	slices.SortFunc(all, func(a, b *source.ExtensionService) int { return compareNames(a.NamespacedName(), b.NamespacedName()) })
 	outcomes := translate.Build(s.index, s.settings, all)
 	d := Delta{Statuses: make([]model.Status, len(outcomes))}
 	for i := range outcomes {

@@ -25,35 +25,35 @@ func (s *Session) SizeChange(b *Batch) int64 {
 	for i := range up.ExtensionServices {
 		es := &up.ExtensionServices[i]
 		n += extensionServiceSize(es)
-		if old := s.extensions[nameOf(&es.Meta)]; old != nil {
+		if old := s.extensions[es.NamespacedName()]; old != nil {
 			n -= extensionServiceSize(old.object)
 		}
 	}
 	for i := range up.Services {
 		svc := &up.Services[i]
 		n += serviceSize(svc)
-		if old := s.index.Service(nameOf(&svc.Meta)); old != nil {
+		if old := s.index.Service(svc.NamespacedName()); old != nil {
 			n -= serviceSize(old)
 		}
 	}
 	for i := range up.EndpointSlices {
 		slice := &up.EndpointSlices[i]
 		n += endpointSliceSize(slice)
-		if old := s.endpointSlices[nameOf(&slice.Meta)]; old != nil {
+		if old := s.index.EndpointSlice(slice.NamespacedName()); old != nil {
 			n -= endpointSliceSize(old)
 		}
 	}
 	for i := range up.Secrets {
 		secret := &up.Secrets[i]
 		n += secretSize(secret)
-		if old := s.index.Secret(nameOf(&secret.Meta)); old != nil {
+		if old := s.index.Secret(secret.NamespacedName()); old != nil {
 			n -= secretSize(old)
 		}
 	}
 	for i := range up.TLSCertificateDelegations {
 		d := &up.TLSCertificateDelegations[i]
 		n += delegationSize(d)
-		if old := s.delegation(nameOf(&d.Meta)); old != nil {
+		if old := s.delegation(d.NamespacedName()); old != nil {
 			n -= delegationSize(old)
 		}
 	}
@@ -75,7 +75,7 @@ func (s *Session) heldSize(ref Ref) int64 {
 			return serviceSize(svc)
 		}
 	case KindEndpointSlice:
-		if slice := s.endpointSlices[ref.Name]; slice != nil {
+		if slice := s.index.EndpointSlice(ref.Name); slice != nil {
 			return endpointSliceSize(slice)
 		}
 	case KindSecret:

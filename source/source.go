@@ -17,6 +17,11 @@ type Meta struct {
 	Labels     map[string]string
 }
 
+// NamespacedName is the object's namespace/name.
+func (m *Meta) NamespacedName() NamespacedName {
+	return NamespacedName{Namespace: m.Namespace, Name: m.Name}
+}
+
 // Objects is one complete set of input objects. A slice may be in any order;
 // within a kind, namespace/name pairs are unique.
 type Objects struct {
