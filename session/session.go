@@ -464,16 +464,8 @@ func (s *Session) State() Delta {
 		all = append(all, e.object)
 	}
 	slices.SortFunc(all, func(a, b *source.ExtensionService) int { return compareNames(a.NamespacedName(), b.NamespacedName()) })
-	outcomes := translate.Build(s.index, s.settings, all)
-	d := Delta{Statuses: make([]model.Status, len(outcomes))}
-	for i := range outcomes {
-		o := &outcomes[i]
-		d.Statuses[i] = o.Status
-		if o.Valid() {
-			d.Clusters = append(d.Clusters, o.Cluster)
-			d.ClusterLoadAssignments = append(d.ClusterLoadAssignments, o.ClusterLoadAssignment)
-		}
-	}
+	res := translate.ResultOf(translate.Build(s.index, s.settings, all))
+	d := Delta{Clusters: res.Clusters, ClusterLoadAssignments: res.ClusterLoadAssignments, Statuses: res.Statuses}
 	d.sort()
 	return d
 }

@@ -83,8 +83,11 @@ func translate(objs *source.Objects, settings source.Settings, enc encoding) *Re
 	slices.SortFunc(order, func(a, b *source.ExtensionService) int {
 		return cmp.Or(cmp.Compare(a.Namespace, b.Namespace), cmp.Compare(a.Name, b.Name))
 	})
-	outcomes := build(model.NewIndex(objs), settings, order, enc)
+	return ResultOf(build(model.NewIndex(objs), settings, order, enc))
+}
 
+// ResultOf gathers outcomes, in their order, into a Result.
+func ResultOf(outcomes []Outcome) *Result {
 	res := &Result{Statuses: make([]model.Status, len(outcomes))}
 	valid := 0
 	for i := range outcomes {
