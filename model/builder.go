@@ -17,6 +17,8 @@ type Builder struct {
 	// ExtensionService.
 	tlsParams *TLSParams
 	scratch   endpointScratch
+	// sliceRuns is nil unless CacheEndpointSlices was called.
+	sliceRuns *sliceRuns
 }
 
 // NewBuilder returns a Builder over idx. settings must already be parsed and

@@ -218,11 +218,31 @@ func (b *Builder) collectEndpoints(namespace string, u *uniqueTarget, i int, con
 	// The Index lists a Service's slices in name order, which keeps the
 	// order of the warnings (and the surviving spelling of an address)
 	// independent of the order the input came in.
-	for _, es := range b.index.EndpointSlices(source.NamespacedName{Namespace: namespace, Name: u.service.Name}) {
-		b.appendSliceEndpoints(es, u.port.Name, cond)
+	slices := b.index.EndpointSlices(source.NamespacedName{Namespace: namespace, Name: u.service.Name})
+	run := s.candidates[start:]
+	if b.sliceRuns != nil {
+		// Each slice's run is sorted already: only a Service with several
+		// slices needs them sorted together.
+		filled := 0
+		for _, es := range slices {
+			r := b.sliceRun(es, u.port.Name)
+			cond.Warnings = append(cond.Warnings, r.warnings...)
+			if r.appendTo(s, es) {
+				filled++
+			}
+		}
+		run = s.candidates[start:]
+		if filled > 1 {
+			run = s.sortUnique(run, uint32(firstText), len(s.texts)-firstText)
+		}
+	} else {
+		for _, es := range slices {
+			if b.appendSliceEndpoints(es, u.port.Name, cond, uint32(len(s.texts))) {
+				s.texts = appendAddresses(s.texts, es)
+			}
+		}
+		run = s.sortUnique(s.candidates[start:], uint32(firstText), len(s.texts)-firstText)
 	}
-
-	run := s.sortUnique(s.candidates[start:], uint32(firstText))
 
 	// An address:port in two localities makes proxyless gRPC clients reject
 	// the whole assignment: the earliest target keeps it.
@@ -258,16 +278,16 @@ func (b *Builder) collectEndpoints(namespace string, u *uniqueTarget, i int, con
 
 // sortUnique sorts run by compareCandidates and drops every candidate whose
 // address:port an earlier one already has (so the first spelling met
-// survives), in place. The texts of run's candidates start at index
-// firstText.
+// survives), in place. The text indexes of run's candidates lie in
+// firstText..firstText+texts.
 //
 // Most clusters are IPv4 only, and then an address, a port and a spelling
 // index relative to firstText fit one uint64 whose numeric order is
 // compareCandidates' order: sorting those plain integers is several times
 // faster than sorting structs through a comparison function, and repeats
 // are then neighbours that differ only in the spelling bits.
-func (s *endpointScratch) sortUnique(run []candidate, firstText uint32) []candidate {
-	if len(s.texts)-int(firstText) > 1<<16 || slices.ContainsFunc(run, func(c candidate) bool { return c.v6 }) {
+func (s *endpointScratch) sortUnique(run []candidate, firstText uint32, texts int) []candidate {
+	if texts > 1<<16 || slices.ContainsFunc(run, func(c candidate) bool { return c.v6 }) {
 		slices.SortFunc(run, compareCandidates)
 		n := 0
 		for _, c := range run {
@@ -294,11 +314,14 @@ func (s *endpointScratch) sortUnique(run []candidate, firstText uint32) []candid
 	return run[:n]
 }
 
-// appendSliceEndpoints appends to the scratch candidates every ready endpoint of es on every
-// slice port matching the Service port named portName ("" for an unnamed
-// port, which matches every TCP port). Endpoints and ports Envoy could not
+// appendSliceEndpoints appends to the scratch candidates every ready
+// endpoint of es on every slice port matching the Service port named
+// portName ("" for an unnamed port, which matches every TCP port), and
+// reports whether it appended any. A candidate's text is firstText plus the
+// index of its endpoint in es.Endpoints (see appendAddresses); the texts
+// themselves are the caller's to record. Endpoints and ports Envoy could not
 // take are skipped with at most one warning each per slice.
-func (b *Builder) appendSliceEndpoints(es *source.EndpointSlice, portName string, cond *Condition) {
+func (b *Builder) appendSliceEndpoints(es *source.EndpointSlice, portName string, cond *Condition, firstText uint32) bool {
 	var is4 bool
 	switch es.AddressType {
 	case "IPv4":
@@ -306,7 +329,7 @@ func (b *Builder) appendSliceEndpoints(es *source.EndpointSlice, portName string
 	case "IPv6":
 	default:
 		// FQDN slices name hosts, which EDS cannot carry.
-		return
+		return false
 	}
 
 	s := &b.scratch
@@ -332,9 +355,10 @@ func (b *Builder) appendSliceEndpoints(es *source.EndpointSlice, portName string
 			"EndpointSlice %q has port %d, outside 1-65535; it is skipped", es.Namespace+"/"+es.Name, badPort))
 	}
 	if len(s.ports) == 0 {
-		return
+		return false
 	}
 
+	appended := len(s.candidates)
 	bad, firstBad := 0, ""
 	for i := range es.Endpoints {
 		ep := &es.Endpoints[i]
@@ -346,8 +370,7 @@ func (b *Builder) appendSliceEndpoints(es *source.EndpointSlice, portName string
 			// Nearly every address is a plain dotted quad: parse it
 			// without netip's general machinery.
 			if v4, ok := parseDottedQuad(text); ok {
-				idx := uint32(len(s.texts))
-				s.texts = append(s.texts, text)
+				idx := firstText + uint32(i)
 				for _, port := range s.ports {
 					s.candidates = append(s.candidates, newCandidate4(v4, port, idx))
 				}
@@ -363,8 +386,7 @@ func (b *Builder) appendSliceEndpoints(es *source.EndpointSlice, portName string
 			bad++
 			continue
 		}
-		idx := uint32(len(s.texts))
-		s.texts = append(s.texts, text)
+		idx := firstText + uint32(i)
 		for _, port := range s.ports {
 			s.candidates = append(s.candidates, newCandidate(addr, port, idx))
 		}
@@ -378,6 +400,22 @@ func (b *Builder) appendSliceEndpoints(es *source.EndpointSlice, portName string
 			"EndpointSlice %q has %d address(es) that are not valid %s addresses, first %q; they are skipped",
 			es.Namespace+"/"+es.Name, bad, family, firstBad))
 	}
+	return len(s.candidates) > appended
+}
+
+// appendAddresses appends the text of every endpoint of es, in order, for
+// the candidates appendSliceEndpoints made: its first address, the one
+// translation uses (Kubernetes calls an endpoint's addresses fungible and
+// lets consumers use the first alone).
+func appendAddresses(texts []string, es *source.EndpointSlice) []string {
+	for i := range es.Endpoints {
+		text := ""
+		if addrs := es.Endpoints[i].Addresses; len(addrs) > 0 {
+			text = addrs[0]
+		}
+		texts = append(texts, text)
+	}
+	return texts
 }
 
 // parseDottedQuad parses s as four decimal fields 0-255 without leading

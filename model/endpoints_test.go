@@ -85,6 +85,21 @@ func buildFor(t *testing.T, b *Builder, targets []target) ([]Locality, Condition
 	return locs, cond
 }
 
+// builderKinds are the two ways a Builder resolves endpoints, which must
+// agree: parsing every slice on every Build, and keeping each slice parsed
+// (CacheEndpointSlices).
+var builderKinds = []struct {
+	name string
+	new  func(*Index) *Builder
+}{
+	{"plain", func(idx *Index) *Builder { return NewBuilder(idx, source.Settings{}) }},
+	{"cached", func(idx *Index) *Builder {
+		b := NewBuilder(idx, source.Settings{})
+		b.CacheEndpointSlices()
+		return b
+	}},
+}
+
 func warning(typ, reason, message string) SubCondition {
 	return SubCondition{Type: typ, Status: ConditionTrue, Reason: reason, Message: message}
 }
@@ -335,31 +350,33 @@ func TestBuildLocalities(t *testing.T) {
 			"no Service with a non-zero weight in spec.services has ready endpoints")},
 	}}
 	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) {
-			objs := &source.Objects{Services: tc.services, EndpointSlices: tc.slices}
-			b := NewBuilder(NewIndex(objs), source.Settings{})
-			got, cond := buildFor(t, b, tc.targets)
-			if diff := cmp.Diff(tc.want, got); diff != "" {
-				t.Errorf("localities (-want +got):\n%s", diff)
-			}
-			if diff := cmp.Diff(tc.wantErrors, cond.Errors); diff != "" {
-				t.Errorf("errors (-want +got):\n%s", diff)
-			}
-			if diff := cmp.Diff(tc.wantWarns, cond.Warnings); diff != "" {
-				t.Errorf("warnings (-want +got):\n%s", diff)
-			}
-			checkLocalityGuarantees(t, got)
+		for _, kind := range builderKinds {
+			t.Run(tc.name+"/"+kind.name, func(t *testing.T) {
+				objs := &source.Objects{Services: tc.services, EndpointSlices: tc.slices}
+				b := kind.new(NewIndex(objs))
+				got, cond := buildFor(t, b, tc.targets)
+				if diff := cmp.Diff(tc.want, got); diff != "" {
+					t.Errorf("localities (-want +got):\n%s", diff)
+				}
+				if diff := cmp.Diff(tc.wantErrors, cond.Errors); diff != "" {
+					t.Errorf("errors (-want +got):\n%s", diff)
+				}
+				if diff := cmp.Diff(tc.wantWarns, cond.Warnings); diff != "" {
+					t.Errorf("warnings (-want +got):\n%s", diff)
+				}
+				checkLocalityGuarantees(t, got)
 
-			// A Builder that has already worked on other input (and so
-			// holds scratch memory) must give the same answer.
-			again, cond2 := buildFor(t, b, tc.targets)
-			if diff := cmp.Diff(tc.want, again); diff != "" {
-				t.Errorf("reused Builder, localities (-want +got):\n%s", diff)
-			}
-			if diff := cmp.Diff(cond, cond2); diff != "" {
-				t.Errorf("reused Builder, condition (-first +second):\n%s", diff)
-			}
-		})
+				// A Builder that has already worked on other input (and so
+				// holds scratch memory) must give the same answer.
+				again, cond2 := buildFor(t, b, tc.targets)
+				if diff := cmp.Diff(tc.want, again); diff != "" {
+					t.Errorf("reused Builder, localities (-want +got):\n%s", diff)
+				}
+				if diff := cmp.Diff(cond, cond2); diff != "" {
+					t.Errorf("reused Builder, condition (-first +second):\n%s", diff)
+				}
+			})
+		}
 	}
 }
 
@@ -489,20 +506,22 @@ func TestBuildLocalitiesOrdersLargeTargets(t *testing.T) {
 				EndpointSlices: []source.EndpointSlice{testSlice("a-1", "a", "IPv4",
 					ports(tcpPort("b", 8081), tcpPort("a", 8080)), endpoints...)},
 			}
-			got, cond := buildFor(t, NewBuilder(NewIndex(objs), source.Settings{}), []target{{"a", 80, 0}})
-			if len(cond.Warnings)+len(cond.Errors) > 0 {
-				t.Fatalf("unexpected sub-conditions: %+v", cond)
-			}
 			sorted := slices.SortedFunc(maps.Keys(want), func(a, b netip.AddrPort) int { return a.Compare(b) })
 			var wantEps []Endpoint
 			for _, ap := range sorted {
 				wantEps = append(wantEps, Endpoint{Address: ap.Addr().String(), Port: uint32(ap.Port())})
 			}
-			if len(got) != 1 {
-				t.Fatalf("got %d localities, want 1", len(got))
-			}
-			if diff := cmp.Diff(wantEps, got[0].Endpoints); diff != "" {
-				t.Errorf("endpoints (-want +got):\n%s", diff)
+			for _, kind := range builderKinds {
+				got, cond := buildFor(t, kind.new(NewIndex(objs)), []target{{"a", 80, 0}})
+				if len(cond.Warnings)+len(cond.Errors) > 0 {
+					t.Fatalf("%s: unexpected sub-conditions: %+v", kind.name, cond)
+				}
+				if len(got) != 1 {
+					t.Fatalf("%s: got %d localities, want 1", kind.name, len(got))
+				}
+				if diff := cmp.Diff(wantEps, got[0].Endpoints); diff != "" {
+					t.Errorf("%s: endpoints (-want +got):\n%s", kind.name, diff)
+				}
 			}
 		})
 	}

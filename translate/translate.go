@@ -157,9 +157,14 @@ type Builder struct {
 	encoding encoding
 }
 
-// NewBuilder returns a Builder over idx.
+// NewBuilder returns a Builder over idx for a caller that keeps it as idx
+// changes: it keeps each EndpointSlice parsed (model.Builder's
+// CacheEndpointSlices), so a rebuild after one slice changed parses that
+// slice alone.
 func NewBuilder(idx *model.Index, settings source.Settings) *Builder {
-	return newBuilder(idx, settings, encodeFast)
+	b := newBuilder(idx, settings, encodeFast)
+	b.model.CacheEndpointSlices()
+	return b
 }
 
 func newBuilder(idx *model.Index, settings source.Settings, enc encoding) *Builder {

@@ -1,0 +1,106 @@
+package model
+
+import (
+	"fmt"
+	"maps"
+	"slices"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/tributary-dev/tributary/source"
+)
+
+// TestCachedSlicesFollowIndexChanges changes an Index slice by slice under a
+// caching Builder and checks after every change that it answers exactly as
+// a plain Builder over a fresh Index of the same objects: a replaced slice
+// is parsed again, a deleted one is gone, a relabelled one moves.
+func TestCachedSlicesFollowIndexChanges(t *testing.T) {
+	http := ports(tcpPort("http", 8080))
+	services := []source.Service{testService("a", servicePort("http", 80)), testService("b", servicePort("", 80))}
+	targets := []target{{"a", 80, 3}, {"b", 80, 1}}
+	current := map[string]source.EndpointSlice{}
+
+	idx := NewIndex(&source.Objects{Services: services})
+	cached := builderKinds[1].new(idx)
+	steps := []struct {
+		name   string
+		put    []source.EndpointSlice
+		delete []string
+	}{
+		{name: "first slices", put: []source.EndpointSlice{
+			testSlice("a-1", "a", "IPv4", http, readyAt("10.0.0.2"), readyAt("10.0.0.1")),
+			testSlice("b-1", "b", "IPv4", ports(tcpPort("x", 9090), tcpPort("y", 9091)), readyAt("10.0.1.1"), readyAt("10.0.0.1")),
+		}},
+		{name: "a-1 grows", put: []source.EndpointSlice{
+			testSlice("a-1", "a", "IPv4", http, readyAt("10.0.0.2"), readyAt("10.0.0.3"), readyAt("10.0.0.1")),
+		}},
+		{name: "a second slice for a, repeating an address", put: []source.EndpointSlice{
+			testSlice("a-0", "a", "IPv4", http, readyAt("10.0.0.3"), readyAt("not-an-ip"), readyAt("10.0.0.9")),
+		}},
+		{name: "an IPv6 slice for a", put: []source.EndpointSlice{
+			testSlice("a-6", "a", "IPv6", http, readyAt("fd00::2"), readyAt("fd00:0::1")),
+		}},
+		{name: "a-1 loses its readiness", put: []source.EndpointSlice{
+			testSlice("a-1", "a", "IPv4", http, withReady(false, "10.0.0.2"), readyAt("10.0.0.1")),
+		}},
+		{name: "a-0 moves to b", put: []source.EndpointSlice{
+			testSlice("a-0", "b", "IPv4", http, readyAt("10.0.0.3"), readyAt("10.0.0.9")),
+		}},
+		{name: "a-6 and b-1 deleted", delete: []string{"a-6", "b-1"}},
+		{name: "b-1 back, unchanged", put: []source.EndpointSlice{
+			testSlice("b-1", "b", "IPv4", ports(tcpPort("x", 9090), tcpPort("y", 9091)), readyAt("10.0.1.1"), readyAt("10.0.0.1")),
+		}},
+	}
+	for _, step := range steps {
+		for _, es := range step.put {
+			current[es.Name] = es
+			idx.PutEndpointSlice(&es)
+		}
+		for _, name := range step.delete {
+			delete(current, name)
+			idx.DeleteEndpointSlice(source.NamespacedName{Namespace: testNamespace, Name: name})
+		}
+		// Twice: once filling the cache, once reading it.
+		for range 2 {
+			fresh := builderKinds[0].new(NewIndex(&source.Objects{
+				Services:       services,
+				EndpointSlices: slices.Collect(maps.Values(current)),
+			}))
+			want, wantCond := buildFor(t, fresh, targets)
+			got, gotCond := buildFor(t, cached, targets)
+			if diff := cmp.Diff(want, got); diff != "" {
+				t.Errorf("%s: localities (-fresh +cached):\n%s", step.name, diff)
+			}
+			if diff := cmp.Diff(wantCond, gotCond); diff != "" {
+				t.Errorf("%s: condition (-fresh +cached):\n%s", step.name, diff)
+			}
+		}
+	}
+}
+
+// TestCachedSlicesAreSwept churns slices through an Index and checks that
+// a caching Builder keeps entries for the live slices and a bounded number
+// of dead ones, whatever the number of slices that ever existed.
+func TestCachedSlicesAreSwept(t *testing.T) {
+	http := ports(tcpPort("http", 8080))
+	idx := NewIndex(&source.Objects{Services: []source.Service{testService("a", servicePort("http", 80))}})
+	b := builderKinds[1].new(idx)
+	const live = 10
+	most := 0
+	for i := range 2000 {
+		es := testSlice(fmt.Sprintf("a-%d", i), "a", "IPv4", http, readyAt(fmt.Sprintf("10.0.%d.%d", i/200, i%200+1)))
+		idx.PutEndpointSlice(&es)
+		if i >= live {
+			idx.DeleteEndpointSlice(source.NamespacedName{Namespace: testNamespace, Name: fmt.Sprintf("a-%d", i-live)})
+		}
+		locs, _ := buildFor(t, b, []target{{"a", 80, 0}})
+		if n := len(locs[0].Endpoints); n != min(i+1, live) {
+			t.Fatalf("after slice %d: %d endpoints, want %d", i, n, min(i+1, live))
+		}
+		most = max(most, len(b.sliceRuns.entries))
+	}
+	if most > minSweepAt+1 {
+		t.Errorf("the cache held up to %d entries for %d live slices, want at most %d", most, live, minSweepAt+1)
+	}
+}
