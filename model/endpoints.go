@@ -108,13 +108,29 @@ func (c candidate) addrPort() netip.AddrPort {
 // first spelling met wins; slices are visited in name order, so which one
 // survives deduplication does not depend on the order of the input.
 func compareCandidates(a, b candidate) int {
+	if c := compareSockets(a, b); c != 0 {
+		return c
+	}
+	return cmp.Compare(a.text, b.text)
+}
+
+// compareSockets is compareCandidates without the spelling. It returns at
+// the first difference: this comparison runs for every endpoint of a target
+// against every earlier target.
+func compareSockets(a, b candidate) int {
 	if a.v6 != b.v6 {
 		if b.v6 {
 			return -1
 		}
 		return 1
 	}
-	return cmp.Or(cmp.Compare(a.hi, b.hi), cmp.Compare(a.lo, b.lo), cmp.Compare(a.port, b.port), cmp.Compare(a.text, b.text))
+	if a.hi != b.hi {
+		return cmp.Compare(a.hi, b.hi)
+	}
+	if a.lo != b.lo {
+		return cmp.Compare(a.lo, b.lo)
+	}
+	return cmp.Compare(a.port, b.port)
 }
 
 // sameSocket reports whether two candidates name the same address:port.
@@ -237,7 +253,7 @@ func (b *Builder) collectEndpoints(namespace string, u *uniqueTarget, i int, con
 		}
 	} else {
 		for _, es := range slices {
-			if b.appendSliceEndpoints(es, u.port.Name, cond, uint32(len(s.texts))) {
+			if b.appendSliceEndpoints(es, u.port.Name, cond, uint32(len(s.texts)), 0) {
 				s.texts = appendAddresses(s.texts, es)
 			}
 		}
@@ -252,7 +268,7 @@ func (b *Builder) collectEndpoints(namespace string, u *uniqueTarget, i int, con
 		prev := s.candidates[earlier.start:earlier.end]
 		j := 0
 		for _, c := range run {
-			for j < len(prev) && compareCandidates(prev[j], c) < 0 && !sameSocket(prev[j], c) {
+			for j < len(prev) && compareSockets(prev[j], c) < 0 {
 				j++
 			}
 			if j < len(prev) && sameSocket(prev[j], c) {
@@ -315,13 +331,14 @@ func (s *endpointScratch) sortUnique(run []candidate, firstText uint32, texts in
 }
 
 // appendSliceEndpoints appends to the scratch candidates every ready
-// endpoint of es on every slice port matching the Service port named
-// portName ("" for an unnamed port, which matches every TCP port), and
-// reports whether it appended any. A candidate's text is firstText plus the
-// index of its endpoint in es.Endpoints (see appendAddresses); the texts
-// themselves are the caller's to record. Endpoints and ports Envoy could not
-// take are skipped with at most one warning each per slice.
-func (b *Builder) appendSliceEndpoints(es *source.EndpointSlice, portName string, cond *Condition, firstText uint32) bool {
+// endpoint of es, from es.Endpoints[from] on, on every slice port matching
+// the Service port named portName ("" for an unnamed port, which matches
+// every TCP port), and reports whether it appended any. A candidate's text
+// is firstText plus the index of its endpoint in es.Endpoints (see
+// appendAddresses); the texts themselves are the caller's to record.
+// Endpoints and ports Envoy could not take are skipped with at most one
+// warning each per slice.
+func (b *Builder) appendSliceEndpoints(es *source.EndpointSlice, portName string, cond *Condition, firstText uint32, from int) bool {
 	var is4 bool
 	switch es.AddressType {
 	case "IPv4":
@@ -360,12 +377,11 @@ func (b *Builder) appendSliceEndpoints(es *source.EndpointSlice, portName string
 
 	appended := len(s.candidates)
 	bad, firstBad := 0, ""
-	for i := range es.Endpoints {
-		ep := &es.Endpoints[i]
-		if (ep.Ready != nil && !*ep.Ready) || len(ep.Addresses) == 0 {
+	for i := from; i < len(es.Endpoints); i++ {
+		text, ok := usableAddress(&es.Endpoints[i])
+		if !ok {
 			continue
 		}
-		text := ep.Addresses[0]
 		if is4 {
 			// Nearly every address is a plain dotted quad: parse it
 			// without netip's general machinery.
@@ -401,6 +417,15 @@ func (b *Builder) appendSliceEndpoints(es *source.EndpointSlice, portName string
 			es.Namespace+"/"+es.Name, bad, family, firstBad))
 	}
 	return len(s.candidates) > appended
+}
+
+// usableAddress returns the address translation takes from ep, and false
+// when ep is not ready or has none.
+func usableAddress(ep *source.Endpoint) (string, bool) {
+	if (ep.Ready != nil && !*ep.Ready) || len(ep.Addresses) == 0 {
+		return "", false
+	}
+	return ep.Addresses[0], true
 }
 
 // appendAddresses appends the text of every endpoint of es, in order, for

@@ -1,6 +1,10 @@
 package model
 
-import "github.com/tributary-dev/tributary/source"
+import (
+	"slices"
+
+	"github.com/tributary-dev/tributary/source"
+)
 
 // sliceRuns keeps, for a Builder that lives across changes to its Index,
 // each EndpointSlice's endpoints parsed, sorted and without repeats, per
@@ -61,38 +65,127 @@ func (b *Builder) sliceRun(es *source.EndpointSlice, portName string) *sliceRun 
 	c := b.sliceRuns
 	name := es.NamespacedName()
 	entry := c.entries[name]
+	var previous *sliceEntry
 	if entry == nil || entry.slice != es {
 		if entry == nil && len(c.entries) >= c.sweepAt {
 			b.sweepSliceRuns()
 		}
+		previous = entry
 		entry = &sliceEntry{slice: es}
 		c.entries[name] = entry
 	}
-	for i := range entry.runs {
-		if entry.runs[i].portName == portName {
-			return &entry.runs[i]
+	if r := entry.run(portName); r != nil {
+		return r
+	}
+	entry.runs = append(entry.runs, b.makeSliceRun(es, portName, previous))
+	return &entry.runs[len(entry.runs)-1]
+}
+
+// run returns e's run for portName, or nil.
+func (e *sliceEntry) run(portName string) *sliceRun {
+	if e == nil {
+		return nil
+	}
+	for i := range e.runs {
+		if e.runs[i].portName == portName {
+			return &e.runs[i]
+		}
+	}
+	return nil
+}
+
+// makeSliceRun makes the run of es for portName. previous, when not nil,
+// is the entry of the slice es replaces: the EndpointSlice controller
+// updates a slice by keeping its endpoints in place and appending new
+// ones, so the endpoints the two share from the start on are taken from
+// the previous run rather than parsed and sorted again.
+func (b *Builder) makeSliceRun(es *source.EndpointSlice, portName string, previous *sliceEntry) sliceRun {
+	from, kept := 0, []uint64(nil)
+	if prev := previous.run(portName); prev != nil && prev.packed != nil && len(prev.warnings) == 0 &&
+		es.AddressType == previous.slice.AddressType && len(es.Endpoints) <= 1<<16 &&
+		samePorts(es.Ports, previous.slice.Ports) {
+		if from = sharedPrefix(previous.slice.Endpoints, es.Endpoints); from > 0 {
+			kept = prev.packed
 		}
 	}
 
-	// The run is made in the scratch space past the candidates in use, and
-	// copied out.
+	// The new endpoints are parsed in the scratch space past the candidates
+	// in use, and copied out.
 	s := &b.scratch
 	mark := len(s.candidates)
 	var cond Condition
-	b.appendSliceEndpoints(es, portName, &cond, 0)
+	b.appendSliceEndpoints(es, portName, &cond, 0, from)
 	sorted := s.sortUnique(s.candidates[mark:], 0, len(es.Endpoints))
+	defer func() { s.candidates = s.candidates[:mark] }()
+
 	r := sliceRun{portName: portName, warnings: cond.Warnings}
-	if len(sorted) > 0 && es.AddressType == "IPv4" && len(es.Endpoints) <= 1<<16 {
-		r.packed = make([]uint64, len(sorted))
-		for i, cand := range sorted {
-			r.packed[i] = uint64(uint32(cand.lo))<<32 | uint64(cand.port)<<16 | uint64(cand.text)
+	if es.AddressType != "IPv4" || len(es.Endpoints) > 1<<16 {
+		if len(sorted) > 0 {
+			r.general = append([]candidate(nil), sorted...)
 		}
-	} else if len(sorted) > 0 {
-		r.general = append([]candidate(nil), sorted...)
+		return r
 	}
-	s.candidates = s.candidates[:mark]
-	entry.runs = append(entry.runs, r)
-	return &entry.runs[len(entry.runs)-1]
+	// Both parts are sorted and free of repeats; a merge gives their union
+	// in order, and an address:port in both keeps its earlier endpoint,
+	// which is the kept one: every kept index lies before from. The merge
+	// runs in sortUnique's scratch keys, done with by now.
+	merged := s.keys[:0]
+	i := 0
+	push := func(k uint64) {
+		if n := len(merged); n == 0 || merged[n-1]>>16 != k>>16 {
+			merged = append(merged, k)
+		}
+	}
+	for _, cand := range sorted {
+		k := packCandidate4(cand)
+		for ; i < len(kept) && kept[i] < k; i++ {
+			if int(kept[i]&0xffff) < from {
+				push(kept[i])
+			}
+		}
+		push(k)
+	}
+	for ; i < len(kept); i++ {
+		if int(kept[i]&0xffff) < from {
+			push(kept[i])
+		}
+	}
+	s.keys = merged
+	if len(merged) > 0 {
+		r.packed = slices.Clone(merged)
+	}
+	return r
+}
+
+// packCandidate4 packs an IPv4 candidate whose text is an endpoint index
+// below 2^16 (see sliceRun).
+func packCandidate4(c candidate) uint64 {
+	return uint64(uint32(c.lo))<<32 | uint64(c.port)<<16 | uint64(c.text)
+}
+
+// sharedPrefix counts the endpoints at the start of a and b that translate
+// the same: the same address, and both usable or both not.
+func sharedPrefix(a, b []source.Endpoint) int {
+	n := min(len(a), len(b))
+	for i := range n {
+		addrA, okA := usableAddress(&a[i])
+		addrB, okB := usableAddress(&b[i])
+		if okA != okB || addrA != addrB {
+			return i
+		}
+	}
+	return n
+}
+
+// samePorts reports whether two slices' ports are the same list.
+func samePorts(a, b []source.EndpointPort) bool {
+	return slices.EqualFunc(a, b, func(p, q source.EndpointPort) bool {
+		return equalPtr(p.Name, q.Name) && equalPtr(p.Port, q.Port) && equalPtr(p.Protocol, q.Protocol)
+	})
+}
+
+func equalPtr[T comparable](a, b *T) bool {
+	return a == b || (a != nil && b != nil && *a == *b)
 }
 
 // sweepSliceRuns drops the entries of slices b's Index no longer holds.

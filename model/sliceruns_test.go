@@ -104,3 +104,83 @@ func TestCachedSlicesAreSwept(t *testing.T) {
 		t.Errorf("the cache held up to %d entries for %d live slices, want at most %d", most, live, minSweepAt+1)
 	}
 }
+
+// FuzzCachedSliceReplacement replaces one EndpointSlice by another made
+// from the same fuzz bytes with edits (endpoints appended, inserted,
+// removed, changed or with their readiness flipped, now and then a shorter
+// port list) and checks that a caching Builder, which reuses what the two
+// slices share, answers exactly as a plain Builder over the new slice alone.
+func FuzzCachedSliceReplacement(f *testing.F) {
+	f.Add([]byte{1, 2, 3, 4, 5, 6}, []byte{0, 7, 8})
+	f.Add([]byte{9, 9, 9, 9}, []byte{1, 2, 0})
+	f.Add([]byte{1, 2, 3, 4}, []byte{2, 1, 3, 0, 4, 9})
+	f.Add([]byte{200, 1, 2}, []byte{3, 0, 5, 5})
+	f.Add([]byte{1, 2}, []byte{4, 0})
+	f.Add([]byte{1, 2, 3}, []byte{5, 1})
+	f.Fuzz(func(t *testing.T, base, edits []byte) {
+		if len(base) > 300 || len(edits) > 300 {
+			return
+		}
+		// An endpoint from one byte: few distinct addresses, so repeats
+		// happen; now and then unready, or not an address at all.
+		endpoint := func(v byte) source.Endpoint {
+			switch {
+			case v >= 250:
+				return readyAt("10.0.0.1.5")
+			case v%17 == 16:
+				return withReady(false, fmt.Sprintf("10.0.0.%d", v%32))
+			default:
+				return readyAt(fmt.Sprintf("10.0.0.%d", v%32))
+			}
+		}
+		var before []source.Endpoint
+		for _, v := range base {
+			before = append(before, endpoint(v))
+		}
+		after := slices.Clone(before)
+		portsAfter := ports(tcpPort("http", 8080), tcpPort("", 8081))
+		for i := 0; i+1 < len(edits); i += 2 {
+			at := int(edits[i+1])
+			switch edits[i] % 6 {
+			case 0:
+				after = append(after, endpoint(edits[i+1]))
+			case 1:
+				if len(after) > 0 {
+					at %= len(after)
+					after = slices.Delete(after, at, at+1)
+				}
+			case 2:
+				if len(after) > 0 {
+					after[at%len(after)] = endpoint(edits[i+1] + 1)
+				}
+			case 3:
+				after = slices.Insert(after, at%(len(after)+1), endpoint(edits[i+1]))
+			case 4:
+				portsAfter = ports(tcpPort("http", 8080))
+			case 5:
+				if len(after) > 0 {
+					ep := &after[at%len(after)]
+					ep.Ready = ptr(ep.Ready != nil && !*ep.Ready)
+				}
+			}
+		}
+		services := []source.Service{testService("a", servicePort("http", 80))}
+		old := testSlice("a-1", "a", "IPv4", ports(tcpPort("http", 8080), tcpPort("", 8081)), before...)
+		replacement := testSlice("a-1", "a", "IPv4", portsAfter, after...)
+
+		idx := NewIndex(&source.Objects{Services: services, EndpointSlices: []source.EndpointSlice{old}})
+		cached := builderKinds[1].new(idx)
+		buildFor(t, cached, []target{{"a", 80, 0}})
+		idx.PutEndpointSlice(&replacement)
+		got, gotCond := buildFor(t, cached, []target{{"a", 80, 0}})
+
+		fresh := builderKinds[0].new(NewIndex(&source.Objects{Services: services, EndpointSlices: []source.EndpointSlice{replacement}}))
+		want, wantCond := buildFor(t, fresh, []target{{"a", 80, 0}})
+		if diff := cmp.Diff(want, got); diff != "" {
+			t.Errorf("localities (-fresh +cached):\n%s", diff)
+		}
+		if diff := cmp.Diff(wantCond, gotCond); diff != "" {
+			t.Errorf("condition (-fresh +cached):\n%s", diff)
+		}
+	})
+}
