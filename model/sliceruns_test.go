@@ -3,11 +3,13 @@ package model
 import (
 	"fmt"
 	"maps"
+	"runtime"
 	"slices"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/tributary-dev/tributary/internal/workload"
 	"github.com/tributary-dev/tributary/source"
 )
 
@@ -183,4 +185,30 @@ func FuzzCachedSliceReplacement(f *testing.F) {
 			t.Errorf("condition (-fresh +cached):\n%s", diff)
 		}
 	})
+}
+
+// BenchmarkSliceCacheMemory reports what CacheEndpointSlices holds once
+// every EndpointSlice of the standard workload (N=10000 ExtensionServices,
+// two Services of M=100 endpoints each) has been parsed: the state a Sync
+// session's Builder reaches when every slice has changed once.
+func BenchmarkSliceCacheMemory(b *testing.B) {
+	const n, m = 10000, 100
+	objs := workload.Standard(n, m)
+	idx := NewIndex(objs)
+	for b.Loop() {
+		var before, after runtime.MemStats
+		runtime.GC()
+		runtime.ReadMemStats(&before)
+		builder := builderKinds[1].new(idx)
+		for i := range objs.ExtensionServices {
+			builder.Build(&objs.ExtensionServices[i])
+		}
+		builder.scratch = endpointScratch{}
+		runtime.GC()
+		runtime.ReadMemStats(&after)
+		runtime.KeepAlive(builder)
+		endpoints := float64(2 * n * m)
+		b.ReportMetric(float64(after.HeapAlloc-before.HeapAlloc), "bytes")
+		b.ReportMetric(float64(after.HeapAlloc-before.HeapAlloc)/endpoints, "bytes/endpoint")
+	}
 }
