@@ -235,7 +235,7 @@ func (b *Builder) collectEndpoints(namespace string, u *uniqueTarget, i int, con
 	// order of the warnings (and the surviving spelling of an address)
 	// independent of the order the input came in.
 	slices := b.index.EndpointSlices(source.NamespacedName{Namespace: namespace, Name: u.service.Name})
-	run := s.candidates[start:]
+	var run []candidate
 	if b.sliceRuns != nil {
 		// Each slice's run is sorted already: only a Service with several
 		// slices needs them sorted together.

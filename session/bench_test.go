@@ -47,7 +47,7 @@ func loadedSession(tb testing.TB, n, m int) (*session.Session, *source.Objects) 
 func BenchmarkApplyOneEndpoint(b *testing.B) {
 	s, objs := loadedSession(b, benchN, benchM)
 	base := objs.EndpointSlices[0]
-	added := workload.ReadyEndpoint(workload.PodAddress(1<<23).String())
+	added := workload.ReadyEndpoint(workload.PodAddress(1 << 23).String())
 	grown, grownFirst := base, base
 	grown.Endpoints = append(slices.Clip(base.Endpoints), added)
 	grownFirst.Endpoints = append([]source.Endpoint{added}, base.Endpoints...)
