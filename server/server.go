@@ -89,6 +89,13 @@ type Options struct {
 	// nothing).
 	MaxConcurrentStreams, MaxSessions, MaxBatchObjects int
 	MaxSessionBytes                                    int64
+	// Draining, when set, is closed as the server starts shutting down. A
+	// Sync stream never ends by itself, so GracefulStop would hold each
+	// one until its timeout; instead every open Sync call sends the
+	// answers it owes and ends with Unavailable, which clients take as the
+	// signal to reconnect (to another replica, or to this address once the
+	// server is back) and send their objects again.
+	Draining <-chan struct{}
 }
 
 // NewGRPCServer returns a *grpc.Server serving TranslationService, the
@@ -103,7 +110,7 @@ type Options struct {
 // Watch and reflection streams stay open until their clients leave, so bound
 // GracefulStop with a timeout and fall back to Stop.
 func NewGRPCServer(opts Options) *grpc.Server {
-	return newGRPCServer(opts, translationService{logger: orDefaultLogger(opts.Logger), metrics: opts.Metrics, xds: opts.XDS, limits: newSyncLimits(opts)})
+	return newGRPCServer(opts, translationService{logger: orDefaultLogger(opts.Logger), metrics: opts.Metrics, xds: opts.XDS, limits: newSyncLimits(opts), draining: opts.Draining})
 }
 
 // newGRPCServer is NewGRPCServer over any TranslationService, so tests can
@@ -125,14 +132,14 @@ func newGRPCServer(opts Options, translation tributaryv1.TranslationServiceServe
 		grpc.StatsHandler(refusedCalls{logger: logger}),
 		grpc.ChainUnaryInterceptor(
 			reachedUnary,
-			selector.UnaryServerInterceptor(logging.UnaryServerInterceptor(slogAdapter(logger), logOnFinish), selector.MatchFunc(worthLogging)),
+			selector.UnaryServerInterceptor(logging.UnaryServerInterceptor(slogAdapter(logger), logOnFinish, callLevels), selector.MatchFunc(worthLogging)),
 			unaryMetrics,
 			recovery.UnaryServerInterceptor(recovery.WithRecoveryHandlerContext(recoverPanic(logger))),
 		),
 		grpc.ChainStreamInterceptor(
 			reachedStream,
 			sessionIDs,
-			selector.StreamServerInterceptor(logging.StreamServerInterceptor(slogAdapter(logger), logOnFinish), selector.MatchFunc(worthLogging)),
+			selector.StreamServerInterceptor(logging.StreamServerInterceptor(slogAdapter(logger), logOnFinish, callLevels), selector.MatchFunc(worthLogging)),
 			streamMetrics,
 			recovery.StreamServerInterceptor(recovery.WithRecoveryHandlerContext(recoverPanic(logger))),
 		),
@@ -162,6 +169,17 @@ func orDefault[T int | int64](v, def T) T {
 // logOnFinish logs one line per call, when it ends: its code, error and
 // duration are what an operator needs; a start line would double the volume.
 var logOnFinish = logging.WithLogOnEvents(logging.FinishCall)
+
+// callLevels is the middleware's default level per code, but for
+// Unavailable: the only Unavailable a handler returns is the end of a Sync
+// call when the server drains (Options.Draining), which is expected, not a
+// warning.
+var callLevels = logging.WithLevels(func(code codes.Code) logging.Level {
+	if code == codes.Unavailable {
+		return logging.LevelInfo
+	}
+	return logging.DefaultServerCodeToLevel(code)
+})
 
 // worthLogging leaves health checks out of the call log: load balancers and
 // kubelets probe every few seconds, which would bury the translations.

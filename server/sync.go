@@ -31,7 +31,9 @@ import (
 //     batch, likewise after the earlier deltas;
 //   - with OK once the client half-closes and every delta has been sent
 //     (a client that half-closes before its SyncStart gets OK and nothing);
-//   - with the stream's error when the client cancels or goes away.
+//   - with the stream's error when the client cancels or goes away;
+//   - with Unavailable when the server starts draining (Options.Draining),
+//     once the answers to the batches applied so far have been sent.
 //
 // A malformed batch is answered with a BatchRejected and the stream goes on.
 // A SyncStart with include_json gets Resource.json on every resource sent.
@@ -87,11 +89,26 @@ func (t translationService) Sync(stream grpc.BidiStreamingServer[tributaryv1.Syn
 		s.over = true
 		s.changed.Broadcast()
 	})
+	if t.draining != nil {
+		go func() {
+			select {
+			case <-t.draining:
+				s.mu.Lock()
+				defer s.mu.Unlock()
+				s.draining = true
+				s.changed.Broadcast()
+			case <-ctx.Done():
+			}
+		}()
+	}
 	// The receiver outlives the handler only while it is in Recv or Apply:
 	// gRPC ends Recv once the handler returns, and it then exits.
 	go s.receive()
 	return s.send(ctx)
 }
+
+// errDraining ends the Sync calls open when the server starts draining.
+var errDraining = status.Error(codes.Unavailable, "the server is shutting down; reconnect and send the session's objects again")
 
 // syncCall is the state of one Sync call shared by its receiver and its
 // sender (see Sync).
@@ -128,8 +145,9 @@ type syncCall struct {
 	// handler's goroutine to raise again: the recovery interceptor then logs
 	// it and answers Internal, instead of the process crashing.
 	panicked any
-	// over is set when the call has ended.
-	over bool
+	// over is set when the call has ended; draining when the server asks
+	// it to end (see Sync).
+	over, draining bool
 }
 
 func newSyncCall(stream grpc.BidiStreamingServer[tributaryv1.SyncRequest, tributaryv1.SyncResponse], settings source.Settings) *syncCall {
@@ -234,7 +252,7 @@ func (s *syncCall) send(ctx context.Context) error {
 	fullState := true
 	for {
 		s.mu.Lock()
-		for !s.over && s.panicked == nil && s.applied == s.answered && s.rejection == nil && !s.xdsPendingLocked() && !s.received {
+		for !s.over && s.panicked == nil && s.applied == s.answered && s.rejection == nil && !s.xdsPendingLocked() && !s.received && !s.draining {
 			s.changed.Wait()
 		}
 		switch {
@@ -281,6 +299,9 @@ func (s *syncCall) send(ctx context.Context) error {
 			if done, err := s.sendXDSLocked(); done {
 				return err
 			}
+		case !s.received: // draining, and everything sent
+			s.mu.Unlock()
+			return errDraining
 		default: // received, and everything sent
 			end := s.end
 			s.mu.Unlock()

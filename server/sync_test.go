@@ -14,6 +14,7 @@ import (
 	"math/big"
 	"net"
 	"slices"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -968,4 +969,31 @@ func TestDecodeBatch(t *testing.T) {
 func unsafeAdjacent[T any](a, b []T) bool {
 	end := uintptr(unsafe.Pointer(unsafe.SliceData(a))) + uintptr(len(a))*unsafe.Sizeof(a[0])
 	return end == uintptr(unsafe.Pointer(unsafe.SliceData(b)))
+}
+
+// TestSyncDrain: when Options.Draining closes, every open Sync call ends
+// with Unavailable, whether it has answered batches or is still waiting for
+// its first; a call that only starts afterwards is not held either.
+func TestSyncDrain(t *testing.T) {
+	draining := make(chan struct{})
+	opts := quietOptions()
+	opts.Draining = draining
+	conn := dialBufconn(t, NewGRPCServer(opts))
+
+	busy := openSync(t.Context(), t, conn, nil)
+	busy.send(batch(1, fixture(t)...))
+	busy.delta()
+	idle := openSync(t.Context(), t, conn, nil)
+
+	busy.send(batch(2, slice("a", "10.0.0.9")))
+	if got := busy.delta(); got.GetBatchId() != 2 {
+		t.Fatalf("answer to batch 2: got batch %d", got.GetBatchId())
+	}
+	close(draining)
+	for name, c := range map[string]*syncClient{"busy": busy, "idle": idle, "late": openSync(t.Context(), t, conn, nil)} {
+		_, err := c.stream.Recv()
+		if status.Code(err) != codes.Unavailable || !strings.Contains(err.Error(), "shutting down") {
+			t.Errorf("%s session: got %v, want Unavailable saying the server is shutting down", name, err)
+		}
+	}
 }

@@ -26,6 +26,9 @@ type translationService struct {
 	metrics *metrics.Metrics // nil records nothing
 	xds     *xds.Publisher   // nil serves no xDS: Sync sessions cannot name a node group
 	limits  syncLimits
+	// draining is closed when Sync calls should end (Options.Draining);
+	// nil never is.
+	draining <-chan struct{}
 }
 
 // NewTranslationService returns the TranslationService implementation. It

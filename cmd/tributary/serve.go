@@ -23,8 +23,9 @@ const defaultAddress = "127.0.0.1:8081"
 const serveSynopsis = "tributary serve [--address 127.0.0.1:8081] [--max-message-size 64MiB] [--log-level info] [--shutdown-timeout 10s] [--metrics-address host:port] [--xds-address host:port] [--xds-withdraw-grace 30s] [--tls-cert-file FILE --tls-key-file FILE [--tls-client-ca-file FILE [--tls-allowed-client-sans SAN,...]]] [--max-sessions 1000] [--max-batch-objects 100000] [--max-session-bytes 512MiB] [--max-concurrent-streams 16]"
 
 // runServe serves TranslationService (with health and reflection) until
-// SIGTERM or SIGINT, then drains: in-flight calls get --shutdown-timeout to
-// finish before connections are closed. The first log line names the
+// SIGTERM or SIGINT, then drains: open Sync calls end at once with
+// Unavailable, and other calls in flight get --shutdown-timeout to finish
+// before connections are closed. The first log line names the
 // address actually listened on, so --address 127.0.0.1:0 picks a free port
 // that callers can read back. A second signal during the drain ends the
 // process at once.
@@ -82,6 +83,10 @@ func runServe(ctx context.Context, args []string, std stdio) int {
 	defer xdsEndpoint.stop(logger) // after the drain, so xDS clients are served throughout
 	// healthServer reports NOT_SERVING once draining starts.
 	healthServer := health.NewServer()
+	// Closed when shutdown starts: open Sync calls then end at once with
+	// Unavailable, and their clients reconnect, rather than waiting out
+	// --shutdown-timeout.
+	draining := make(chan struct{})
 	srv := server.NewGRPCServer(server.Options{
 		MaxRecvMsgSize: int(maxMsgSize),
 		MaxSendMsgSize: int(maxMsgSize),
@@ -95,6 +100,7 @@ func runServe(ctx context.Context, args []string, std stdio) int {
 		MaxSessions:          limits.sessions,
 		MaxBatchObjects:      limits.batchObjects,
 		MaxSessionBytes:      int64(limits.sessionBytes),
+		Draining:             draining,
 	})
 
 	ctx, stopSignals := signal.NotifyContext(ctx, syscall.SIGTERM, os.Interrupt)
@@ -131,6 +137,7 @@ func runServe(ctx context.Context, args []string, std stdio) int {
 	healthServer.Shutdown()
 	metricsEndpoint.setReady(false)
 	logger.Info("shutting down", "timeout", *shutdownTimeout)
+	close(draining)
 
 	stopWithin(srv, *shutdownTimeout, logger, "in-flight calls did not finish in time; closing connections")
 	if err := <-served; err != nil {

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"io"
 	"net/http"
 	"regexp"
@@ -11,8 +10,10 @@ import (
 	"time"
 
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials/insecure"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
+	"google.golang.org/grpc/status"
 
 	tributaryv1 "github.com/tributary-dev/tributary/gen/go/tributary/v1"
 	"github.com/tributary-dev/tributary/internal/testproc"
@@ -21,9 +22,11 @@ import (
 var metricsAddress = regexp.MustCompile(`msg="serving metrics" address=(\S+)`)
 
 // TestServeMetricsAndDrain serves with --metrics-address, scrapes it, then
-// starts draining (as on SIGTERM) while a Sync session is still open: the
-// gRPC health service turns NOT_SERVING and /readyz 503, /healthz stays 200,
-// and once the session ends the process exits 0 and the HTTP server is gone.
+// starts draining (as on SIGTERM) while a Sync session and a health Watch
+// are open: the Sync session ends at once with Unavailable, the health
+// service turns NOT_SERVING and /readyz 503 while /healthz stays 200, and
+// once the Watch ends (the one call that keeps the drain going) the process
+// exits 0 and the HTTP server is gone.
 func TestServeMetricsAndDrain(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
@@ -68,7 +71,6 @@ func TestServeMetricsAndDrain(t *testing.T) {
 		t.Errorf("/metrics does not count the Translate call:\n%s", body)
 	}
 
-	// A Sync session keeps the drain going until the test ends it.
 	syncCtx, endSync := context.WithCancel(t.Context())
 	defer endSync()
 	session, err := translation.Sync(syncCtx)
@@ -98,9 +100,11 @@ func TestServeMetricsAndDrain(t *testing.T) {
 	if resp, err := watch.Recv(); err != nil || resp.GetStatus() != healthpb.HealthCheckResponse_NOT_SERVING {
 		t.Fatalf("health once draining: %v, %v", resp, err)
 	}
-	endWatch()
+	if _, err := session.Recv(); status.Code(err) != codes.Unavailable {
+		t.Fatalf("the Sync session ended with %v, want Unavailable", err)
+	}
 	// /readyz turns right after the health service; the drain waits for
-	// the session, so the HTTP server is still there.
+	// the Watch, so the HTTP server is still there.
 	for {
 		code, _ := httpGet(t, base+"/readyz")
 		if code == http.StatusServiceUnavailable {
@@ -115,12 +119,7 @@ func TestServeMetricsAndDrain(t *testing.T) {
 		t.Errorf("/healthz while draining: %d, want 200", code)
 	}
 
-	if err := session.CloseSend(); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := session.Recv(); !errors.Is(err, io.EOF) {
-		t.Fatalf("the session ended with %v, want its end", err)
-	}
+	endWatch()
 	if code := <-done; code != 0 {
 		t.Fatalf("exit %d; log:\n%s", code, logs.String())
 	}
