@@ -62,31 +62,26 @@ func BenchmarkApplyOneEndpoint(b *testing.B) {
 		}
 	}
 	i := 0
-	b.Run("apply", func(b *testing.B) {
+	// timed runs op, which applies variant i&1, once per iteration.
+	timed := func(b *testing.B, op func() session.Delta) {
 		runtime.GC() // loading's garbage is not this benchmark's
 		b.ReportAllocs()
 		b.ResetTimer()
 		cpu := startCPUClock()
 		for b.Loop() {
-			d := s.Apply(&session.Batch{Upserts: variants[i&1]})
+			d := op()
 			check(b, &d)
 			i++
 		}
 		cpu.report(b)
+	}
+	b.Run("apply", func(b *testing.B) {
+		timed(b, func() session.Delta { return s.Apply(&session.Batch{Upserts: variants[i&1]}) })
 	})
 	b.Run("apply-first", func(b *testing.B) {
 		firstVariants := variants
 		firstVariants[0] = source.Objects{EndpointSlices: []source.EndpointSlice{grownFirst}}
-		runtime.GC()
-		b.ReportAllocs()
-		b.ResetTimer()
-		cpu := startCPUClock()
-		for b.Loop() {
-			d := s.Apply(&session.Batch{Upserts: firstVariants[i&1]})
-			check(b, &d)
-			i++
-		}
-		cpu.report(b)
+		timed(b, func() session.Delta { return s.Apply(&session.Batch{Upserts: firstVariants[i&1]}) })
 	})
 	b.Run("apply+outbox", func(b *testing.B) {
 		// The reader starts with the CLA the loop changes.
@@ -97,20 +92,14 @@ func BenchmarkApplyOneEndpoint(b *testing.B) {
 		if _, _, err := o.Take(ctx); err != nil {
 			b.Fatal(err)
 		}
-		runtime.GC() // loading's garbage is not this benchmark's
-		b.ReportAllocs()
-		b.ResetTimer()
-		cpu := startCPUClock()
-		for b.Loop() {
+		timed(b, func() session.Delta {
 			o.Put(uint64(i), s.Apply(&session.Batch{Upserts: variants[i&1]}))
 			_, d, err := o.Take(ctx)
 			if err != nil {
 				b.Fatal(err)
 			}
-			check(b, &d)
-			i++
-		}
-		cpu.report(b)
+			return d
+		})
 	})
 }
 
