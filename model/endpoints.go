@@ -56,13 +56,19 @@ type endpointScratch struct {
 }
 
 // uniqueTarget is one distinct Service port with the summed weight of every
-// spec entry naming it, and the run of candidates it kept.
+// spec entry naming it, and the run of candidates it kept: start and end
+// index the scratch candidates, or on the packed path (see
+// collectPackedEndpoints) count the keys of the targets before it.
 type uniqueTarget struct {
 	service    *source.Service
 	port       source.ServicePort
 	weight     uint32
 	duplicated bool
 	start, end int
+	// On the packed path, the packed keys kept (see sliceRun) and the
+	// EndpointSlice their endpoint indexes refer to.
+	keys  []uint64
+	slice *source.EndpointSlice
 }
 
 // candidate is one address:port of a target, reduced to numbers so that
@@ -181,15 +187,22 @@ targets:
 	}
 
 	s.candidates, s.texts = s.candidates[:0], s.texts[:0]
+	packed := b.packedTargets(namespace)
+	count := 0
 	for i := range s.targets {
-		b.collectEndpoints(namespace, &s.targets[i], i, cond)
+		if packed {
+			count = b.collectPackedEndpoints(namespace, &s.targets[i], i, count, cond)
+		} else {
+			b.collectEndpoints(namespace, &s.targets[i], i, cond)
+			count = len(s.candidates)
+		}
 	}
 
 	// Every weight unset means an even split; otherwise a weight of 0 is a
 	// locality that is left unweighted (and so takes no traffic).
 	unweighted := total == 0
 	s.localities = s.localities[:0]
-	s.endpoints = slices.Grow(s.endpoints[:0], len(s.candidates))[:len(s.candidates)]
+	s.endpoints = slices.Grow(s.endpoints[:0], count)[:count]
 	weighted := false
 	for i := range s.targets {
 		u := &s.targets[i]
@@ -197,8 +210,14 @@ targets:
 			continue
 		}
 		eps := s.endpoints[u.start:u.end:u.end]
-		for j, c := range s.candidates[u.start:u.end] {
-			eps[j] = Endpoint{Address: s.texts[c.text], Port: uint32(c.port)}
+		if packed {
+			for j, k := range u.keys {
+				eps[j] = Endpoint{Address: u.slice.Endpoints[k&0xffff].Addresses[0], Port: uint32(uint16(k >> 16))}
+			}
+		} else {
+			for j, c := range s.candidates[u.start:u.end] {
+				eps[j] = Endpoint{Address: s.texts[c.text], Port: uint32(c.port)}
+			}
 		}
 		weight := u.weight
 		if unweighted {
@@ -283,13 +302,19 @@ func (b *Builder) collectEndpoints(namespace string, u *uniqueTarget, i int, con
 		run = kept
 	}
 	if dropped > 0 {
-		cond.AddWarning(SubConditionService, ReasonDuplicateEndpoint, fmt.Sprintf(
-			"%d endpoint(s) of port %d of Service %q, first %s, already belong to an earlier Service in spec.services and are left out of this one",
-			dropped, u.port.Port, namespace+"/"+u.service.Name, firstDropped.addrPort()))
+		warnDuplicateEndpoints(cond, namespace, u, dropped, firstDropped.addrPort())
 	}
 
 	s.candidates = s.candidates[:start+len(run)]
 	u.start, u.end = start, len(s.candidates)
+}
+
+// warnDuplicateEndpoints records that dropped address:ports of u, first
+// the lowest, were left out because earlier targets hold them.
+func warnDuplicateEndpoints(cond *Condition, namespace string, u *uniqueTarget, dropped int, first netip.AddrPort) {
+	cond.AddWarning(SubConditionService, ReasonDuplicateEndpoint, fmt.Sprintf(
+		"%d endpoint(s) of port %d of Service %q, first %s, already belong to an earlier Service in spec.services and are left out of this one",
+		dropped, u.port.Port, namespace+"/"+u.service.Name, first))
 }
 
 // sortUnique sorts run by compareCandidates and drops every candidate whose

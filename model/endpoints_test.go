@@ -305,6 +305,28 @@ func TestBuildLocalities(t *testing.T) {
 				`2 endpoint(s) of port 80 of Service "ns/c", first 10.0.0.1:8080, already belong to an earlier Service in spec.services and are left out of this one`),
 		},
 	}, {
+		name: "an address:port of any earlier target is left out, one slice per Service",
+		services: []source.Service{
+			testService("a", servicePort("http", 80)),
+			testService("b", servicePort("http", 80)),
+			testService("c", servicePort("http", 80)),
+		},
+		slices: []source.EndpointSlice{
+			testSlice("a-1", "a", "IPv4", http, readyAt("10.0.0.5"), readyAt("10.0.0.3")),
+			testSlice("b-1", "b", "IPv4", http, readyAt("10.0.0.1"), readyAt("10.0.0.6")),
+			testSlice("c-1", "c", "IPv4", http, readyAt("10.0.0.6"), readyAt("10.0.0.1"), readyAt("10.0.0.5"), readyAt("10.0.0.2"), readyAt("10.0.0.9")),
+		},
+		targets: []target{{"a", 80, 1}, {"b", 80, 2}, {"c", 80, 3}},
+		want: []Locality{
+			{SubZone: "ns/a/80", Weight: 1, Endpoints: eps("10.0.0.3", 8080, "10.0.0.5", 8080)},
+			{SubZone: "ns/b/80", Weight: 2, Endpoints: eps("10.0.0.1", 8080, "10.0.0.6", 8080)},
+			{SubZone: "ns/c/80", Weight: 3, Endpoints: eps("10.0.0.2", 8080, "10.0.0.9", 8080)},
+		},
+		wantWarns: []SubCondition{
+			warning(SubConditionService, ReasonDuplicateEndpoint,
+				`3 endpoint(s) of port 80 of Service "ns/c", first 10.0.0.1:8080, already belong to an earlier Service in spec.services and are left out of this one`),
+		},
+	}, {
 		name:     "the same IPv6 address spelled differently in two targets is one endpoint",
 		services: twoServices,
 		slices: []source.EndpointSlice{

@@ -199,6 +199,80 @@ func (b *Builder) sweepSliceRuns() {
 	c.sweepAt = max(minSweepAt, 2*len(c.entries))
 }
 
+// packedTargets reports whether every target of the ExtensionService being
+// built can take the packed path: b caches slices, and each target's Service
+// has at most one EndpointSlice, an IPv4 one whose run is therefore packed.
+// That is nearly every Service of a cluster (the EndpointSlice controller
+// starts a second slice past 100 endpoints), and on that path each run is
+// used as the cache holds it, never copied into candidates.
+func (b *Builder) packedTargets(namespace string) bool {
+	if b.sliceRuns == nil {
+		return false
+	}
+	for _, u := range b.scratch.targets {
+		switch slices := b.index.EndpointSlices(source.NamespacedName{Namespace: namespace, Name: u.service.Name}); len(slices) {
+		case 0:
+		case 1:
+			if slices[0].AddressType != "IPv4" || len(slices[0].Endpoints) > 1<<16 {
+				return false
+			}
+		default:
+			return false
+		}
+	}
+	return true
+}
+
+// collectPackedEndpoints is collectEndpoints on the packed path (see
+// packedTargets): u keeps its slice's run, less any address:port an earlier
+// target holds, as keys; its start is count, the keys of the targets before
+// it, and it returns count with its own added.
+func (b *Builder) collectPackedEndpoints(namespace string, u *uniqueTarget, i, count int, cond *Condition) int {
+	u.start, u.end = count, count
+	slices := b.index.EndpointSlices(source.NamespacedName{Namespace: namespace, Name: u.service.Name})
+	if len(slices) == 0 {
+		return count
+	}
+	r := b.sliceRun(slices[0], u.port.Name)
+	cond.Warnings = append(cond.Warnings, r.warnings...)
+	run := r.packed
+
+	// The cache's run is shared: it is filtered into a copy only when an
+	// earlier target holds some of it, which is rare.
+	dropped, firstDropped := 0, uint64(0)
+	for _, earlier := range b.scratch.targets[:i] {
+		prev, j := earlier.keys, 0
+		var kept []uint64
+		for n, k := range run {
+			for j < len(prev) && prev[j]>>16 < k>>16 {
+				j++
+			}
+			if j < len(prev) && prev[j]>>16 == k>>16 {
+				if kept == nil {
+					kept = append(make([]uint64, 0, len(run)), run[:n]...)
+				}
+				if dropped == 0 || k < firstDropped {
+					firstDropped = k
+				}
+				dropped++
+				continue
+			}
+			if kept != nil {
+				kept = append(kept, k)
+			}
+		}
+		if kept != nil {
+			run = kept
+		}
+	}
+	if dropped > 0 {
+		warnDuplicateEndpoints(cond, namespace, u, dropped, newCandidate4(uint32(firstDropped>>32), uint16(firstDropped>>16), 0).addrPort())
+	}
+	u.keys, u.slice = run, slices[0]
+	u.end = count + len(run)
+	return u.end
+}
+
 // appendTo appends r's candidates, taken from es, to s as they would have
 // been appended by appendSliceEndpoints and appendAddresses, each with its
 // own text, and reports whether there were any.

@@ -212,3 +212,41 @@ func BenchmarkSliceCacheMemory(b *testing.B) {
 		b.ReportMetric(float64(after.HeapAlloc-before.HeapAlloc)/endpoints, "bytes/endpoint")
 	}
 }
+
+// BenchmarkBuildAfterSliceChange is the model's part of a Sync session's
+// one-endpoint change (session.BenchmarkApplyOneEndpoint) on a small heap:
+// one Service's EndpointSlice of the standard workload is replaced by one
+// with an endpoint more (at the end, or in front), then back, and the
+// ExtensionService built again by a caching Builder ("cached") or a plain
+// one ("plain").
+func BenchmarkBuildAfterSliceChange(b *testing.B) {
+	objs := workload.Standard(100, 100)
+	es := &objs.ExtensionServices[0]
+	base := objs.EndpointSlices[0]
+	added := workload.ReadyEndpoint(workload.PodAddress(1 << 23).String())
+	atEnd, inFront := base, base
+	atEnd.Endpoints = append(slices.Clip(base.Endpoints), added)
+	inFront.Endpoints = append([]source.Endpoint{added}, base.Endpoints...)
+	for _, grown := range []struct {
+		name  string
+		slice source.EndpointSlice
+	}{{"end", atEnd}, {"front", inFront}} {
+		for _, kind := range builderKinds {
+			b.Run(grown.name+"/"+kind.name, func(b *testing.B) {
+				idx := NewIndex(objs)
+				builder := kind.new(idx)
+				variants := [2]source.EndpointSlice{grown.slice, base}
+				i := 0
+				for b.Loop() {
+					// A new pointer each time, as a session puts them.
+					slice := variants[i&1]
+					idx.PutEndpointSlice(&slice)
+					if ec, _ := builder.Build(es); ec == nil || len(ec.Localities) != 2 {
+						b.Fatal("no localities")
+					}
+					i++
+				}
+			})
+		}
+	}
+}
