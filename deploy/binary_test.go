@@ -216,9 +216,20 @@ func TestContainerArgsServe(t *testing.T) {
 				t.Fatalf("%s probe: %v", p.name, err)
 			}
 		}
-		// The TLS flags are in effect on both gRPC ports.
-		checkMutualTLS(t, ports["address"], tlsDir)
-		checkMutualTLS(t, ports["xds-address"], tlsDir)
+		// The TLS flags are in effect on both gRPC ports: Contour gets into
+		// the Sync port and Envoy into the xDS port, and where the
+		// Deployment sets allowlists, neither gets into the other's.
+		flags := serveArgs(t, d)
+		for _, p := range []struct{ port, allowlist, identity, other string }{
+			{"address", "tls-allowed-client-sans", "contour", "envoy"},
+			{"xds-address", "xds-tls-allowed-client-sans", "envoy", "contour"},
+		} {
+			var refused []string
+			if _, ok := flags[p.allowlist]; ok {
+				refused = append(refused, p.other)
+			}
+			checkMutualTLS(t, ports[p.port], tlsDir, p.identity, refused...)
+		}
 
 		if err := proc.cmd.Process.Signal(syscall.SIGTERM); err != nil {
 			t.Fatal(err)

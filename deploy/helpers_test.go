@@ -74,9 +74,10 @@ func rewriteArg(t *testing.T, arg, tlsDir string, ports map[string]string) strin
 }
 
 // writeTLSFiles writes what the tributary-tls Secret holds: a CA
-// (ca.crt) and a server certificate it signed (tls.crt, tls.key), plus a
-// client certificate from the same CA (client.crt, client.key) with the
-// DNS SAN "contour", as Contour's certgen issues it.
+// (ca.crt) and a server certificate it signed (tls.crt, tls.key), plus two
+// client certificates from the same CA with the DNS SANs Contour's certgen
+// gives them: contour.crt and contour.key ("contour"), envoy.crt and
+// envoy.key ("envoy").
 func writeTLSFiles(t *testing.T) string {
 	t.Helper()
 	dir := t.TempDir()
@@ -105,7 +106,8 @@ func writeTLSFiles(t *testing.T) string {
 		usage x509.ExtKeyUsage
 	}{
 		{"tls", []string{"tributary", "tributary-sync.tributary.svc.cluster.local"}, x509.ExtKeyUsageServerAuth},
-		{"client", []string{"contour"}, x509.ExtKeyUsageClientAuth},
+		{"contour", []string{"contour"}, x509.ExtKeyUsageClientAuth},
+		{"envoy", []string{"envoy"}, x509.ExtKeyUsageClientAuth},
 	} {
 		key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 		if err != nil {
@@ -142,18 +144,22 @@ func writePEM(t *testing.T, path, blockType string, der []byte) {
 
 // checkMutualTLS connects to addr as a gRPC client would, trusting the CA
 // of tlsDir and verifying the server name "tributary": with the client
-// certificate of tlsDir the server must accept the connection (it sends
-// HTTP/2 settings), without one it must refuse it.
-func checkMutualTLS(t *testing.T, addr, tlsDir string) {
+// certificate of tlsDir named allowed the server must accept the connection
+// (it sends HTTP/2 settings); without one, or with one named in refused, it
+// must refuse it.
+func checkMutualTLS(t *testing.T, addr, tlsDir, allowed string, refused ...string) {
 	t.Helper()
 	pool := x509.NewCertPool()
 	caPEM, err := os.ReadFile(filepath.Join(tlsDir, "ca.crt"))
 	if err != nil || !pool.AppendCertsFromPEM(caPEM) {
 		t.Fatalf("ca.crt: %v", err)
 	}
-	clientCert, err := tls.LoadX509KeyPair(filepath.Join(tlsDir, "client.crt"), filepath.Join(tlsDir, "client.key"))
-	if err != nil {
-		t.Fatal(err)
+	load := func(name string) tls.Certificate {
+		cert, err := tls.LoadX509KeyPair(filepath.Join(tlsDir, name+".crt"), filepath.Join(tlsDir, name+".key"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return cert
 	}
 	firstByte := func(certs []tls.Certificate) error {
 		conn, err := tls.DialWithDialer(&net.Dialer{Timeout: 10 * time.Second}, "tcp", addr, &tls.Config{
@@ -172,11 +178,16 @@ func checkMutualTLS(t *testing.T, addr, tlsDir string) {
 		_, err = conn.Read(make([]byte, 1))
 		return err
 	}
-	if err := firstByte([]tls.Certificate{clientCert}); err != nil {
-		t.Errorf("%s: a client with a certificate of the client CA was refused: %v", addr, err)
+	if err := firstByte([]tls.Certificate{load(allowed)}); err != nil {
+		t.Errorf("%s: %s's certificate was refused: %v", addr, allowed, err)
 	}
 	if err := firstByte(nil); err == nil {
 		t.Errorf("%s: a client without a certificate was served", addr)
+	}
+	for _, name := range refused {
+		if err := firstByte([]tls.Certificate{load(name)}); err == nil {
+			t.Errorf("%s: %s's certificate was accepted", addr, name)
+		}
 	}
 }
 

@@ -45,7 +45,7 @@ func newMTLSServer(t *testing.T) *mtlsServer {
 	testcerts.WriteFile(t, caFile, m.ca.PEM)
 	logger := slog.New(slog.NewTextHandler(m.logs, nil))
 	r, err := tlsfiles.New(tlsfiles.Options{
-		CertFile: certFile, KeyFile: keyFile, ClientCAFile: caFile, AllowedClientSANs: []string{contourSPIFFE},
+		CertFile: certFile, KeyFile: keyFile, ClientCAFile: caFile,
 		PollInterval: 10 * time.Millisecond, Logger: logger,
 	})
 	if err != nil {
@@ -61,7 +61,11 @@ func newMTLSServer(t *testing.T) *mtlsServer {
 	if err != nil {
 		t.Fatal(err)
 	}
-	serve(t, NewGRPCServer(Options{Logger: logger, Credentials: r.TransportCredentials()}), lis)
+	creds, err := r.TransportCredentials([]string{contourSPIFFE})
+	if err != nil {
+		t.Fatal(err)
+	}
+	serve(t, NewGRPCServer(Options{Logger: logger, Credentials: creds}), lis)
 	m.addr = lis.Addr().String()
 	return m
 }

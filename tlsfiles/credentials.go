@@ -8,17 +8,22 @@ import (
 	"google.golang.org/grpc/credentials"
 )
 
-// TransportCredentials returns gRPC server credentials over ServerConfig,
-// for grpc.Creds. One Reloader can serve several listeners (the API and
-// xDS): each handshake on any of them uses the current material.
+// TransportCredentials returns gRPC server credentials over
+// ServerConfig(allowedClientSANs), for grpc.Creds. One Reloader can serve
+// several listeners (the API and xDS), each with its own allowlist: every
+// handshake on any of them uses the current material.
 //
 // A refused handshake is logged with the client's address and the reason
 // (no certificate, an untrusted CA, a SAN not allowed): gRPC itself drops
 // such connections silently, which leaves an operator guessing why a client
 // cannot connect. A client that connects and leaves without a handshake (a
 // TCP probe) is logged at debug level only.
-func (r *Reloader) TransportCredentials() credentials.TransportCredentials {
-	return &loggingCredentials{TransportCredentials: credentials.NewTLS(r.ServerConfig()), reloader: r}
+func (r *Reloader) TransportCredentials(allowedClientSANs []string) (credentials.TransportCredentials, error) {
+	config, err := r.ServerConfig(allowedClientSANs)
+	if err != nil {
+		return nil, err
+	}
+	return &loggingCredentials{TransportCredentials: credentials.NewTLS(config), reloader: r}, nil
 }
 
 type loggingCredentials struct {

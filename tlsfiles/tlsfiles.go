@@ -31,7 +31,8 @@ import (
 // to a mounted volume (up to a minute).
 const DefaultPollInterval = 2 * time.Second
 
-// Options name the files and the client identities to accept.
+// Options name the files. Which client identities a listener accepts is
+// its own: see ServerConfig.
 type Options struct {
 	// CertFile and KeyFile hold the server's certificate chain (PEM, leaf
 	// first) and its private key (PEM). Both are required.
@@ -41,12 +42,6 @@ type Options struct {
 	// the PEM certificates in this file. Empty means clients are not asked
 	// for certificates.
 	ClientCAFile string
-	// AllowedClientSANs, when not empty, further restricts mutual TLS to
-	// client certificates whose leaf has one of these subject alternative
-	// names, compared exactly: DNS names ("ingress.example.com") and URIs
-	// ("spiffe://cluster.local/ns/projectcontour/sa/contour"). It requires
-	// ClientCAFile: without a trusted CA, a SAN proves nothing.
-	AllowedClientSANs []string
 	// PollInterval is how often the files are read again; 0 means
 	// DefaultPollInterval.
 	PollInterval time.Duration
@@ -58,9 +53,8 @@ type Options struct {
 // Reloader holds the current TLS material and reloads it from its files.
 // Its methods are safe for concurrent use.
 type Reloader struct {
-	opts    Options
-	logger  *slog.Logger
-	allowed map[string]bool
+	opts   Options
+	logger *slog.Logger
 
 	// current is what new handshakes use; it is replaced whole, never
 	// modified, so a handshake sees one consistent set.
@@ -87,21 +81,10 @@ func New(opts Options) (*Reloader, error) {
 	switch {
 	case opts.CertFile == "" || opts.KeyFile == "":
 		return nil, errors.New("tlsfiles: a certificate file and a key file are both required")
-	case len(opts.AllowedClientSANs) > 0 && opts.ClientCAFile == "":
-		return nil, errors.New("tlsfiles: allowed client SANs need a client CA file: without mutual TLS no client presents a certificate")
 	}
 	r := &Reloader{opts: opts, logger: opts.Logger}
 	if r.logger == nil {
 		r.logger = slog.Default()
-	}
-	if len(opts.AllowedClientSANs) > 0 {
-		r.allowed = make(map[string]bool, len(opts.AllowedClientSANs))
-		for _, san := range opts.AllowedClientSANs {
-			if san == "" {
-				return nil, errors.New("tlsfiles: an allowed client SAN is empty")
-			}
-			r.allowed[san] = true
-		}
 	}
 	if _, err := r.Reload(); err != nil {
 		return nil, err
@@ -172,30 +155,30 @@ func (r *Reloader) load(certPEM, keyPEM, caPEM []byte) (*material, error) {
 		}
 		config.ClientCAs = pool
 		config.ClientAuth = tls.RequireAndVerifyClientCert
-		if r.allowed != nil {
-			config.VerifyConnection = r.verifyClientSAN
-		}
 	}
 	return &material{cert: certPEM, key: keyPEM, clientCA: caPEM, config: config, leaf: pair.Leaf}, nil
 }
 
-// verifyClientSAN accepts a verified client whose leaf certificate has an
-// allowed SAN. It runs after chain verification, so the SANs are vouched
-// for by a trusted CA.
-func (r *Reloader) verifyClientSAN(cs tls.ConnectionState) error {
+// allowlist is the client SANs one listener accepts.
+type allowlist map[string]bool
+
+// verify accepts a verified client whose leaf certificate has an allowed
+// SAN. It runs after chain verification, so the SANs are vouched for by a
+// trusted CA.
+func (a allowlist) verify(cs tls.ConnectionState) error {
 	if len(cs.PeerCertificates) == 0 {
 		return errors.New("tlsfiles: no client certificate") // RequireAndVerifyClientCert rules this out
 	}
 	leaf := cs.PeerCertificates[0]
 	sans := make([]string, 0, len(leaf.DNSNames)+len(leaf.URIs))
 	for _, name := range leaf.DNSNames {
-		if r.allowed[name] {
+		if a[name] {
 			return nil
 		}
 		sans = append(sans, name)
 	}
 	for _, uri := range leaf.URIs {
-		if r.allowed[uri.String()] {
+		if a[uri.String()] {
 			return nil
 		}
 		sans = append(sans, uri.String())
@@ -219,17 +202,44 @@ func (e *SANNotAllowedError) Error() string {
 	return fmt.Sprintf("client certificate %q is not allowed: none of its SANs (%s) is an allowed client identity", e.Subject, sans)
 }
 
-// ServerConfig returns a tls.Config for a server: every handshake gets the
-// material current when it starts. The returned config holds no material of
-// its own; don't add certificates to it.
-func (r *Reloader) ServerConfig() *tls.Config {
+// ServerConfig returns a tls.Config for one listener: every handshake gets
+// the material current when it starts. allowedClientSANs, when not empty,
+// restricts mutual TLS on this listener to client certificates whose leaf
+// has one of these subject alternative names, compared exactly: DNS names
+// ("contour") and URIs ("spiffe://cluster.local/ns/projectcontour/sa/contour").
+// The list belongs to the listener, not to the files, so one Reloader can
+// admit Contour on one port and Envoy on another. It needs a client CA
+// file: without a trusted CA, a SAN proves nothing.
+//
+// The returned config holds no material of its own; don't add certificates
+// to it.
+func (r *Reloader) ServerConfig(allowedClientSANs []string) (*tls.Config, error) {
+	var allowed allowlist
+	if len(allowedClientSANs) > 0 {
+		if r.opts.ClientCAFile == "" {
+			return nil, errors.New("tlsfiles: allowed client SANs need a client CA file: without mutual TLS no client presents a certificate")
+		}
+		allowed = make(allowlist, len(allowedClientSANs))
+		for _, san := range allowedClientSANs {
+			if san == "" {
+				return nil, errors.New("tlsfiles: an allowed client SAN is empty")
+			}
+			allowed[san] = true
+		}
+	}
 	return &tls.Config{
 		MinVersion: tls.VersionTLS12,
 		NextProtos: []string{"h2"},
 		GetConfigForClient: func(*tls.ClientHelloInfo) (*tls.Config, error) {
-			return r.current.Load().config, nil
+			config := r.current.Load().config
+			if allowed == nil {
+				return config, nil
+			}
+			config = config.Clone()
+			config.VerifyConnection = allowed.verify
+			return config, nil
 		},
-	}
+	}, nil
 }
 
 // Certificate returns the leaf certificate new handshakes present.

@@ -64,23 +64,27 @@ func newFixture(t *testing.T) *fixture {
 	return f
 }
 
-func (f *fixture) options(sans ...string) tlsfiles.Options {
+func (f *fixture) options() tlsfiles.Options {
 	return tlsfiles.Options{
-		CertFile: f.certFile, KeyFile: f.keyFile, ClientCAFile: f.clientCAFile, AllowedClientSANs: sans,
+		CertFile: f.certFile, KeyFile: f.keyFile, ClientCAFile: f.clientCAFile,
 		PollInterval: 10 * time.Millisecond,
 		Logger:       slog.New(slog.NewTextHandler(f.logs, &slog.HandlerOptions{Level: slog.LevelDebug})),
 	}
 }
 
-// serve serves the health service with r's credentials on a loopback port
-// until the test ends.
-func serve(t *testing.T, r *tlsfiles.Reloader) (addr string, hs *health.Server) {
+// serve serves the health service with r's credentials, admitting the
+// client SANs allowed, on a loopback port until the test ends.
+func serve(t *testing.T, r *tlsfiles.Reloader, allowed ...string) (addr string, hs *health.Server) {
 	t.Helper()
 	lis, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := grpc.NewServer(grpc.Creds(r.TransportCredentials()))
+	creds, err := r.TransportCredentials(allowed)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := grpc.NewServer(grpc.Creds(creds))
 	hs = health.NewServer()
 	healthpb.RegisterHealthServer(s, hs)
 	done := make(chan struct{})
@@ -128,10 +132,6 @@ func TestNewRefusesBadOptions(t *testing.T) {
 		wantErr string
 	}{
 		{"no key", tlsfiles.Options{CertFile: f.certFile}, "tlsfiles: a certificate file and a key file are both required"},
-		{"SANs without CA", tlsfiles.Options{CertFile: f.certFile, KeyFile: f.keyFile, AllowedClientSANs: []string{"a"}},
-			"tlsfiles: allowed client SANs need a client CA file: without mutual TLS no client presents a certificate"},
-		{"empty SAN", tlsfiles.Options{CertFile: f.certFile, KeyFile: f.keyFile, ClientCAFile: f.clientCAFile, AllowedClientSANs: []string{"a", ""}},
-			"tlsfiles: an allowed client SAN is empty"},
 		{"missing certificate", tlsfiles.Options{CertFile: missing, KeyFile: f.keyFile},
 			"tlsfiles: reading the certificate: open " + missing + ": no such file or directory"},
 		{"key of another certificate", tlsfiles.Options{CertFile: f.certFile, KeyFile: otherKey},
@@ -149,17 +149,49 @@ func TestNewRefusesBadOptions(t *testing.T) {
 	}
 }
 
+// TestServerConfigRefusesBadAllowlists: an allowlist needs mutual TLS and
+// names no empty SAN.
+func TestServerConfigRefusesBadAllowlists(t *testing.T) {
+	f := newFixture(t)
+	serverOnly := f.options()
+	serverOnly.ClientCAFile = ""
+	tests := []struct {
+		name    string
+		opts    tlsfiles.Options
+		sans    []string
+		wantErr string
+	}{
+		{"SANs without CA", serverOnly, []string{"a"},
+			"tlsfiles: allowed client SANs need a client CA file: without mutual TLS no client presents a certificate"},
+		{"empty SAN", f.options(), []string{"a", ""}, "tlsfiles: an allowed client SAN is empty"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			r, err := tlsfiles.New(tt.opts)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := r.ServerConfig(tt.sans); err == nil || err.Error() != tt.wantErr {
+				t.Errorf("ServerConfig: %v, want %q", err, tt.wantErr)
+			}
+			if _, err := r.TransportCredentials(tt.sans); err == nil || err.Error() != tt.wantErr {
+				t.Errorf("TransportCredentials: %v, want %q", err, tt.wantErr)
+			}
+		})
+	}
+}
+
 // TestMutualTLS: with a client CA and an allowlist, only clients with a
 // certificate from that CA naming an allowed DNS or URI SAN are served;
 // every refusal is logged with its reason, and the server goes on serving.
 func TestMutualTLS(t *testing.T) {
 	f := newFixture(t)
 	const allowedURI = "spiffe://cluster.local/ns/projectcontour/sa/contour"
-	r, err := tlsfiles.New(f.options("contour.projectcontour.svc", allowedURI))
+	r, err := tlsfiles.New(f.options())
 	if err != nil {
 		t.Fatal(err)
 	}
-	addr, _ := serve(t, r)
+	addr, _ := serve(t, r, "contour.projectcontour.svc", allowedURI)
 	otherCA := testcerts.NewCA(t, "unrelated CA")
 
 	tests := []struct {
@@ -194,6 +226,42 @@ func TestMutualTLS(t *testing.T) {
 					strings.Contains(f.logs.String(), " error="+strconv.Quote(tt.wantErr)+"\n")
 			}, f.logs)
 		})
+	}
+}
+
+// TestListenersHaveTheirOwnAllowlists: one Reloader serves three
+// listeners, one admitting Contour's certificate, one Envoy's, and one any
+// certificate of the client CA: each client gets into exactly the
+// listeners that name it.
+func TestListenersHaveTheirOwnAllowlists(t *testing.T) {
+	f := newFixture(t)
+	r, err := tlsfiles.New(f.options())
+	if err != nil {
+		t.Fatal(err)
+	}
+	contourPort, _ := serve(t, r, "contour")
+	envoyPort, _ := serve(t, r, "envoy")
+	anyPort, _ := serve(t, r)
+	contour, envoy := f.ca.Client(t, "contour", []string{"contour"}), f.ca.Client(t, "envoy", []string{"envoy"})
+	for _, tt := range []struct {
+		port, name string
+		client     *testcerts.Pair
+		served     bool
+	}{
+		{contourPort, "Contour on Contour's port", contour, true},
+		{contourPort, "Envoy on Contour's port", envoy, false},
+		{envoyPort, "Contour on Envoy's port", contour, false},
+		{envoyPort, "Envoy on Envoy's port", envoy, true},
+		{anyPort, "Contour on the open port", contour, true},
+		{anyPort, "Envoy on the open port", envoy, true},
+	} {
+		_, err := check(t.Context(), dial(t, tt.port, f.ca, tt.client))
+		if tt.served && err != nil {
+			t.Errorf("%s: %v, want served", tt.name, err)
+		}
+		if !tt.served && status.Code(err) != codes.Unavailable {
+			t.Errorf("%s: %v, want Unavailable", tt.name, err)
+		}
 	}
 }
 

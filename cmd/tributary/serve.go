@@ -20,7 +20,7 @@ import (
 // 0.0.0.0:8081 with mutual TLS or behind a NetworkPolicy.
 const defaultAddress = "127.0.0.1:8081"
 
-const serveSynopsis = "tributary serve [--address 127.0.0.1:8081] [--max-message-size 64MiB] [--log-level info] [--shutdown-timeout 10s] [--metrics-address host:port] [--xds-address host:port] [--xds-withdraw-grace 30s] [--tls-cert-file FILE --tls-key-file FILE [--tls-client-ca-file FILE [--tls-allowed-client-sans SAN,...]]] [--max-sessions 1000] [--max-batch-objects 100000] [--max-session-bytes 512MiB] [--max-concurrent-streams 16]"
+const serveSynopsis = "tributary serve [--address 127.0.0.1:8081] [--max-message-size 64MiB] [--log-level info] [--shutdown-timeout 10s] [--metrics-address host:port] [--xds-address host:port] [--xds-withdraw-grace 30s] [--tls-cert-file FILE --tls-key-file FILE [--tls-client-ca-file FILE [--tls-allowed-client-sans SAN,...] [--xds-tls-allowed-client-sans SAN,...]]] [--max-sessions 1000] [--max-batch-objects 100000] [--max-session-bytes 512MiB] [--max-concurrent-streams 16]"
 
 // runServe serves TranslationService (with health and reflection) until
 // SIGTERM or SIGINT, then drains: open Sync calls end at once with
@@ -73,7 +73,7 @@ func runServe(ctx context.Context, args []string, std stdio) int {
 		return 1
 	}
 	defer metricsEndpoint.stop(logger) // last, so /readyz says 503 throughout the drain
-	xdsFlags.credentials = security.credentials()
+	xdsFlags.credentials = security.xdsCredentials()
 	xdsEndpoint, err := xdsFlags.listen(logger, metricsEndpoint.Metrics())
 	if err != nil {
 		_ = lis.Close()
@@ -94,7 +94,7 @@ func runServe(ctx context.Context, args []string, std stdio) int {
 		Metrics:        metricsEndpoint.Metrics(),
 		Health:         healthServer,
 		XDS:            xdsEndpoint.Publisher(),
-		Credentials:    security.credentials(),
+		Credentials:    security.grpcCredentials(),
 		// Limits against abuse (serve_limits.go).
 		MaxConcurrentStreams: limits.concurrentStreams,
 		MaxSessions:          limits.sessions,

@@ -14,15 +14,16 @@ import (
 )
 
 // tlsFlags are serve's TLS flags. The same material secures the gRPC port
-// and, when on, the xDS port.
+// and, when on, the xDS port; each port has its own client allowlist.
 type tlsFlags struct {
-	certFile, keyFile, clientCAFile string
-	allowedClientSANs               string
+	certFile, keyFile, clientCAFile         string
+	allowedClientSANs, xdsAllowedClientSANs string
 }
 
 // registerTLSFlags adds --tls-cert-file, --tls-key-file,
-// --tls-client-ca-file and --tls-allowed-client-sans to fs. Without
-// --tls-cert-file, serve speaks plaintext.
+// --tls-client-ca-file, --tls-allowed-client-sans and
+// --xds-tls-allowed-client-sans to fs. Without --tls-cert-file, serve
+// speaks plaintext.
 func registerTLSFlags(fs *flag.FlagSet) *tlsFlags {
 	f := &tlsFlags{}
 	fs.StringVar(&f.certFile, "tls-cert-file", "",
@@ -31,16 +32,19 @@ func registerTLSFlags(fs *flag.FlagSet) *tlsFlags {
 	fs.StringVar(&f.clientCAFile, "tls-client-ca-file", "",
 		"PEM CA bundle for mutual TLS: every client must present a certificate signed by one of these CAs (read again on change too)")
 	fs.StringVar(&f.allowedClientSANs, "tls-allowed-client-sans", "",
-		"comma-separated DNS or URI SANs (such as contour or spiffe://cluster.local/ns/projectcontour/sa/contour) of which a client certificate must carry one; needs --tls-client-ca-file. Empty accepts any certificate of the client CAs")
+		"comma-separated DNS or URI SANs (such as contour or spiffe://cluster.local/ns/projectcontour/sa/contour) of which a client certificate must carry one on the gRPC port; needs --tls-client-ca-file. Empty accepts any certificate of the client CAs")
+	fs.StringVar(&f.xdsAllowedClientSANs, "xds-tls-allowed-client-sans", "",
+		"the same for the xDS port (such as envoy), so that a data plane's certificate cannot open Sync sessions; empty takes --tls-allowed-client-sans")
 	return f
 }
 
 // serveTLS is the TLS of a running serve: nil when serving plaintext, which
 // every method allows.
 type serveTLS struct {
-	reloader *tlsfiles.Reloader
-	stop     context.CancelFunc
-	stopped  chan struct{}
+	// grpc and xds secure the two ports, each with its allowlist.
+	grpc, xds credentials.TransportCredentials
+	stop      context.CancelFunc
+	stopped   chan struct{}
 }
 
 // tlsUsageError is a combination of flags that makes no sense, as opposed
@@ -51,32 +55,43 @@ func (e tlsUsageError) Error() string { return string(e) }
 
 // start checks the flags, loads the files and follows them until stop.
 func (f *tlsFlags) start(logger *slog.Logger) (*serveTLS, error) {
-	var sans []string
-	if f.allowedClientSANs != "" {
-		for san := range strings.SplitSeq(f.allowedClientSANs, ",") {
-			sans = append(sans, strings.TrimSpace(san))
+	sans, xdsSANs := splitSANs(f.allowedClientSANs), splitSANs(f.xdsAllowedClientSANs)
+	if xdsSANs == nil {
+		xdsSANs = sans
+	}
+	for _, allowlist := range []struct {
+		flag string
+		sans []string
+	}{{"--tls-allowed-client-sans", sans}, {"--xds-tls-allowed-client-sans", xdsSANs}} {
+		switch {
+		case len(allowlist.sans) > 0 && f.certFile != "" && f.clientCAFile == "":
+			return nil, tlsUsageError(allowlist.flag + " needs --tls-client-ca-file: without mutual TLS no client presents a certificate")
+		case slices.Contains(allowlist.sans, ""):
+			return nil, tlsUsageError(allowlist.flag + " holds an empty SAN")
 		}
 	}
 	switch {
-	case f.certFile == "" && (f.keyFile != "" || f.clientCAFile != "" || len(sans) > 0):
-		return nil, tlsUsageError("--tls-key-file, --tls-client-ca-file and --tls-allowed-client-sans need --tls-cert-file")
+	case f.certFile == "" && (f.keyFile != "" || f.clientCAFile != "" || len(xdsSANs) > 0):
+		return nil, tlsUsageError("--tls-key-file, --tls-client-ca-file, --tls-allowed-client-sans and --xds-tls-allowed-client-sans need --tls-cert-file")
 	case f.certFile == "":
 		return nil, nil
 	case f.keyFile == "":
 		return nil, tlsUsageError("--tls-cert-file needs --tls-key-file")
-	case len(sans) > 0 && f.clientCAFile == "":
-		return nil, tlsUsageError("--tls-allowed-client-sans needs --tls-client-ca-file: without mutual TLS no client presents a certificate")
-	case slices.Contains(sans, ""):
-		return nil, tlsUsageError("--tls-allowed-client-sans holds an empty SAN")
 	}
-	r, err := tlsfiles.New(tlsfiles.Options{
-		CertFile: f.certFile, KeyFile: f.keyFile, ClientCAFile: f.clientCAFile, AllowedClientSANs: sans, Logger: logger,
-	})
+	r, err := tlsfiles.New(tlsfiles.Options{CertFile: f.certFile, KeyFile: f.keyFile, ClientCAFile: f.clientCAFile, Logger: logger})
+	if err != nil {
+		return nil, err
+	}
+	grpcCreds, err := r.TransportCredentials(sans)
+	if err != nil {
+		return nil, err
+	}
+	xdsCreds, err := r.TransportCredentials(xdsSANs)
 	if err != nil {
 		return nil, err
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	t := &serveTLS{reloader: r, stop: cancel, stopped: make(chan struct{})}
+	t := &serveTLS{grpc: grpcCreds, xds: xdsCreds, stop: cancel, stopped: make(chan struct{})}
 	go func() {
 		defer close(t.stopped)
 		r.Run(ctx)
@@ -96,12 +111,32 @@ func tlsFailure(err error, logger *slog.Logger, std stdio) int {
 	return 1
 }
 
-// credentials secure a gRPC server; nil (plaintext) without TLS.
-func (t *serveTLS) credentials() credentials.TransportCredentials {
+// grpcCredentials and xdsCredentials secure the two ports; nil (plaintext)
+// without TLS.
+func (t *serveTLS) grpcCredentials() credentials.TransportCredentials {
 	if t == nil {
 		return nil
 	}
-	return t.reloader.TransportCredentials()
+	return t.grpc
+}
+
+func (t *serveTLS) xdsCredentials() credentials.TransportCredentials {
+	if t == nil {
+		return nil
+	}
+	return t.xds
+}
+
+// splitSANs splits a comma-separated flag value; nil when it is empty.
+func splitSANs(flag string) []string {
+	if flag == "" {
+		return nil
+	}
+	var sans []string
+	for san := range strings.SplitSeq(flag, ",") {
+		sans = append(sans, strings.TrimSpace(san))
+	}
+	return sans
 }
 
 // close stops following the files.

@@ -104,13 +104,15 @@ func TestServeTLS(t *testing.T) {
 	testcerts.WriteFile(t, caFile, ca.PEM)
 	s := startServe(t, true, "--xds-address", "127.0.0.1:0",
 		"--tls-cert-file", certFile, "--tls-key-file", keyFile, "--tls-client-ca-file", caFile,
-		"--tls-allowed-client-sans", "contour, spiffe://cluster.local/ns/projectcontour/sa/envoy")
+		"--tls-allowed-client-sans", "contour, spiffe://cluster.local/ns/projectcontour/sa/contour",
+		"--xds-tls-allowed-client-sans", "spiffe://cluster.local/ns/projectcontour/sa/envoy")
 	contour := ca.Client(t, "contour", []string{"contour"})
+	contourSPIFFE := ca.Client(t, "contour-spiffe", nil, "spiffe://cluster.local/ns/projectcontour/sa/contour")
 	envoy := ca.Client(t, "envoy", nil, "spiffe://cluster.local/ns/projectcontour/sa/envoy")
 	stranger := ca.Client(t, "stranger", []string{"stranger"})
 
 	// The gRPC port: allowed clients are served, with the files' certificate.
-	for _, client := range []*testcerts.Pair{contour, envoy} {
+	for _, client := range []*testcerts.Pair{contour, contourSPIFFE} {
 		var p peer.Peer
 		if err := checkHealth(t.Context(), dialTLS(t, s.grpcAddress, ca, client), &p); err != nil {
 			t.Fatalf("%s: health check: %v", client.Cert.Subject, err)
@@ -133,6 +135,7 @@ func TestServeTLS(t *testing.T) {
 		}()},
 		{"no client certificate", dialTLS(t, s.grpcAddress, ca, nil)},
 		{"SAN not allowed", dialTLS(t, s.grpcAddress, ca, stranger)},
+		{"a data plane's certificate", dialTLS(t, s.grpcAddress, ca, envoy)},
 	}
 	for _, r := range refused {
 		if err := checkHealth(t.Context(), r.conn, &peer.Peer{}); status.Code(err) != codes.Unavailable {
@@ -146,13 +149,34 @@ func TestServeTLS(t *testing.T) {
 		}
 	}
 
-	// The xDS port has the same TLS: an allowed client gets through the
-	// handshake (to a service the port does not serve), a stranger not.
-	if err := checkHealth(t.Context(), dialTLS(t, s.xdsAddress, ca, contour), &peer.Peer{}); status.Code(err) != codes.Unimplemented {
+	// The xDS port has the same material and its own allowlist: Envoy
+	// gets through the handshake (to a service the port does not serve),
+	// Contour and a stranger not.
+	if err := checkHealth(t.Context(), dialTLS(t, s.xdsAddress, ca, envoy), &peer.Peer{}); status.Code(err) != codes.Unimplemented {
 		t.Errorf("xDS port, allowed client: %v, want Unimplemented (served, but no health service there)", err)
 	}
-	if err := checkHealth(t.Context(), dialTLS(t, s.xdsAddress, ca, stranger), &peer.Peer{}); status.Code(err) != codes.Unavailable {
-		t.Errorf("xDS port, stranger: %v, want Unavailable", err)
+	for _, client := range []*testcerts.Pair{contour, stranger} {
+		if err := checkHealth(t.Context(), dialTLS(t, s.xdsAddress, ca, client), &peer.Peer{}); status.Code(err) != codes.Unavailable {
+			t.Errorf("xDS port, %s: %v, want Unavailable", client.Cert.Subject, err)
+		}
+	}
+}
+
+// TestServeTLSXDSAllowlistDefault: without --xds-tls-allowed-client-sans
+// the xDS port admits the gRPC port's clients.
+func TestServeTLSXDSAllowlistDefault(t *testing.T) {
+	dir := t.TempDir()
+	ca := testcerts.NewCA(t, "test CA")
+	certFile, keyFile := ca.Server(t).Write(t, dir)
+	caFile := filepath.Join(dir, "ca.crt")
+	testcerts.WriteFile(t, caFile, ca.PEM)
+	s := startServe(t, true, "--xds-address", "127.0.0.1:0",
+		"--tls-cert-file", certFile, "--tls-key-file", keyFile, "--tls-client-ca-file", caFile, "--tls-allowed-client-sans", "contour")
+	if err := checkHealth(t.Context(), dialTLS(t, s.xdsAddress, ca, ca.Client(t, "contour", []string{"contour"})), &peer.Peer{}); status.Code(err) != codes.Unimplemented {
+		t.Errorf("xDS port, contour: %v, want Unimplemented (served, but no health service there)", err)
+	}
+	if err := checkHealth(t.Context(), dialTLS(t, s.xdsAddress, ca, ca.Client(t, "envoy", []string{"envoy"})), &peer.Peer{}); status.Code(err) != codes.Unavailable {
+		t.Errorf("xDS port, envoy: %v, want Unavailable", err)
 	}
 }
 
@@ -213,12 +237,18 @@ func TestServeTLSFlagErrors(t *testing.T) {
 		wantStderr string
 	}{
 		{"key without certificate", []string{"--tls-key-file", keyFile}, 2,
-			"tributary serve: --tls-key-file, --tls-client-ca-file and --tls-allowed-client-sans need --tls-cert-file\n"},
+			"tributary serve: --tls-key-file, --tls-client-ca-file, --tls-allowed-client-sans and --xds-tls-allowed-client-sans need --tls-cert-file\n"},
+		{"xDS SANs without certificate", []string{"--xds-tls-allowed-client-sans", "envoy"}, 2,
+			"tributary serve: --tls-key-file, --tls-client-ca-file, --tls-allowed-client-sans and --xds-tls-allowed-client-sans need --tls-cert-file\n"},
 		{"certificate without key", []string{"--tls-cert-file", certFile}, 2, "tributary serve: --tls-cert-file needs --tls-key-file\n"},
 		{"SANs without client CA", []string{"--tls-cert-file", certFile, "--tls-key-file", keyFile, "--tls-allowed-client-sans", "contour"}, 2,
 			"tributary serve: --tls-allowed-client-sans needs --tls-client-ca-file: without mutual TLS no client presents a certificate\n"},
 		{"empty SAN", []string{"--tls-cert-file", certFile, "--tls-key-file", keyFile, "--tls-client-ca-file", certFile, "--tls-allowed-client-sans", "contour,"}, 2,
 			"tributary serve: --tls-allowed-client-sans holds an empty SAN\n"},
+		{"xDS SANs without client CA", []string{"--tls-cert-file", certFile, "--tls-key-file", keyFile, "--xds-tls-allowed-client-sans", "envoy"}, 2,
+			"tributary serve: --xds-tls-allowed-client-sans needs --tls-client-ca-file: without mutual TLS no client presents a certificate\n"},
+		{"empty xDS SAN", []string{"--tls-cert-file", certFile, "--tls-key-file", keyFile, "--tls-client-ca-file", certFile, "--xds-tls-allowed-client-sans", ",envoy"}, 2,
+			"tributary serve: --xds-tls-allowed-client-sans holds an empty SAN\n"},
 		{"missing certificate", []string{"--tls-cert-file", missing, "--tls-key-file", keyFile}, 1,
 			`msg="cannot load TLS material" error="tlsfiles: reading the certificate: open ` + missing + `: no such file or directory"`},
 		{"zero limit", []string{"--max-sessions", "0"}, 2, "tributary serve: --max-sessions must be positive, not 0\n"},
