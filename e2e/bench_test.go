@@ -24,7 +24,6 @@ import (
 	"github.com/tributary-dev/tributary/internal/testproc"
 	"github.com/tributary-dev/tributary/internal/workload"
 	"github.com/tributary-dev/tributary/internal/xdstest"
-	"github.com/tributary-dev/tributary/source"
 )
 
 // The benchmark's size: benchExtensionServices ExtensionServices of the
@@ -54,7 +53,7 @@ const (
 func BenchmarkSyncToXDSAck(b *testing.B) {
 	srv := startTributaryWithMetrics(b)
 	objs := workload.Standard(benchExtensionServices, benchEndpoints)
-	extensionServices, services, endpointSlices := workloadObjects(objs)
+	extensionServices, services, endpointSlices := workload.APIObjects(objs)
 	clusterNames := make([]string, len(objs.ExtensionServices))
 	for i, es := range objs.ExtensionServices {
 		clusterNames[i] = "extension/" + es.Namespace + "/" + es.Name
@@ -227,44 +226,4 @@ func (p *tributaryProcess) memory(tb testing.TB) (rss, heap uint64) {
 		tb.Fatalf("server memory not found: rss %d, heap %d", rss, heap)
 	}
 	return rss, heap
-}
-
-// workloadObjects converts a workload into API objects, in its order. It
-// covers the fields workload.Standard sets.
-func workloadObjects(objs *source.Objects) (extensionServices, services, endpointSlices []*tributaryv1.KubernetesObject) {
-	meta := func(m source.Meta) *tributaryv1.ObjectMeta {
-		return &tributaryv1.ObjectMeta{Namespace: m.Namespace, Name: m.Name, Generation: m.Generation, Labels: m.Labels}
-	}
-	for _, es := range objs.ExtensionServices {
-		spec := &tributaryv1.ExtensionServiceSpec{Protocol: es.Spec.Protocol}
-		for _, t := range es.Spec.Services {
-			spec.Services = append(spec.Services, &tributaryv1.ExtensionServiceTarget{Name: t.Name, Port: t.Port, Weight: t.Weight})
-		}
-		extensionServices = append(extensionServices, &tributaryv1.KubernetesObject{Kind: &tributaryv1.KubernetesObject_ExtensionService{
-			ExtensionService: &tributaryv1.ExtensionService{Metadata: meta(es.Meta), Spec: spec},
-		}})
-	}
-	for _, svc := range objs.Services {
-		spec := &tributaryv1.ServiceSpec{Type: svc.Type}
-		for _, p := range svc.Ports {
-			spec.Ports = append(spec.Ports, &tributaryv1.ServicePort{Name: p.Name, Port: p.Port, TargetPort: p.TargetPort, Protocol: p.Protocol})
-		}
-		services = append(services, &tributaryv1.KubernetesObject{Kind: &tributaryv1.KubernetesObject_Service{
-			Service: &tributaryv1.Service{Metadata: meta(svc.Meta), Spec: spec},
-		}})
-	}
-	for _, s := range objs.EndpointSlices {
-		slice := &tributaryv1.EndpointSlice{Metadata: meta(s.Meta), AddressType: s.AddressType}
-		for _, p := range s.Ports {
-			slice.Ports = append(slice.Ports, &tributaryv1.EndpointPort{Name: p.Name, Port: p.Port, Protocol: p.Protocol})
-		}
-		for _, e := range s.Endpoints {
-			slice.Endpoints = append(slice.Endpoints, &tributaryv1.Endpoint{
-				Addresses:  slices.Clone(e.Addresses),
-				Conditions: &tributaryv1.EndpointConditions{Ready: e.Ready, Serving: e.Serving, Terminating: e.Terminating},
-			})
-		}
-		endpointSlices = append(endpointSlices, &tributaryv1.KubernetesObject{Kind: &tributaryv1.KubernetesObject_EndpointSlice{EndpointSlice: slice}})
-	}
-	return extensionServices, services, endpointSlices
 }

@@ -187,14 +187,14 @@ func TestSlowReader(t *testing.T) {
 		for i := range w.objs.EndpointSlices {
 			slice := &w.objs.EndpointSlices[i]
 			slice.Endpoints = withNewFirstPod(w, slice)
-			b.Upserts = append(b.Upserts, endpointSliceObject(slice))
+			b.Upserts = append(b.Upserts, workload.EndpointSliceObject(slice))
 		}
 		if id == batches {
 			// A Service no ExtensionService uses: the server's count of
 			// Services rises when the last batch is applied (the
 			// bystanders add none), and batches are applied in order.
 			w.objs.Services = append(w.objs.Services, source.Service{Meta: source.Meta{Namespace: "slow", Name: "marker"}, Type: "ClusterIP"})
-			b.Upserts = append(b.Upserts, serviceObject(&w.objs.Services[len(w.objs.Services)-1]))
+			b.Upserts = append(b.Upserts, workload.ServiceObject(&w.objs.Services[len(w.objs.Services)-1]))
 		}
 		send(b)
 	}

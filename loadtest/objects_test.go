@@ -61,13 +61,13 @@ func newTenant(id, extensionServices, endpoints int) *tenant {
 func (w *tenant) all() []*tributaryv1.KubernetesObject {
 	var out []*tributaryv1.KubernetesObject
 	for i := range w.objs.ExtensionServices {
-		out = append(out, extensionServiceObject(&w.objs.ExtensionServices[i]))
+		out = append(out, workload.ExtensionServiceObject(&w.objs.ExtensionServices[i]))
 	}
 	for i := range w.objs.Services {
-		out = append(out, serviceObject(&w.objs.Services[i]))
+		out = append(out, workload.ServiceObject(&w.objs.Services[i]))
 	}
 	for i := range w.objs.EndpointSlices {
-		out = append(out, endpointSliceObject(&w.objs.EndpointSlices[i]))
+		out = append(out, workload.EndpointSliceObject(&w.objs.EndpointSlices[i]))
 	}
 	return out
 }
@@ -98,52 +98,12 @@ func (w *tenant) churn() *tributaryv1.KubernetesObject {
 		eps = eps[:len(eps)-1]
 	}
 	slice.Endpoints = eps
-	return endpointSliceObject(slice)
+	return workload.EndpointSliceObject(slice)
 }
 
 func (w *tenant) newPod() string {
 	w.nextPod++
 	return workload.PodAddress(w.nextPod).String()
-}
-
-// The conversions below cover the fields workload.Standard and churn set.
-
-func objectMeta(m source.Meta) *tributaryv1.ObjectMeta {
-	return &tributaryv1.ObjectMeta{Namespace: m.Namespace, Name: m.Name, Generation: m.Generation, Labels: m.Labels}
-}
-
-func extensionServiceObject(es *source.ExtensionService) *tributaryv1.KubernetesObject {
-	spec := &tributaryv1.ExtensionServiceSpec{Protocol: es.Spec.Protocol}
-	for _, t := range es.Spec.Services {
-		spec.Services = append(spec.Services, &tributaryv1.ExtensionServiceTarget{Name: t.Name, Port: t.Port, Weight: t.Weight})
-	}
-	return &tributaryv1.KubernetesObject{Kind: &tributaryv1.KubernetesObject_ExtensionService{
-		ExtensionService: &tributaryv1.ExtensionService{Metadata: objectMeta(es.Meta), Spec: spec},
-	}}
-}
-
-func serviceObject(svc *source.Service) *tributaryv1.KubernetesObject {
-	spec := &tributaryv1.ServiceSpec{Type: svc.Type}
-	for _, p := range svc.Ports {
-		spec.Ports = append(spec.Ports, &tributaryv1.ServicePort{Name: p.Name, Port: p.Port, TargetPort: p.TargetPort, Protocol: p.Protocol})
-	}
-	return &tributaryv1.KubernetesObject{Kind: &tributaryv1.KubernetesObject_Service{
-		Service: &tributaryv1.Service{Metadata: objectMeta(svc.Meta), Spec: spec},
-	}}
-}
-
-func endpointSliceObject(s *source.EndpointSlice) *tributaryv1.KubernetesObject {
-	slice := &tributaryv1.EndpointSlice{Metadata: objectMeta(s.Meta), AddressType: s.AddressType}
-	for _, p := range s.Ports {
-		slice.Ports = append(slice.Ports, &tributaryv1.EndpointPort{Name: p.Name, Port: p.Port, Protocol: p.Protocol})
-	}
-	for _, e := range s.Endpoints {
-		slice.Endpoints = append(slice.Endpoints, &tributaryv1.Endpoint{
-			Addresses:  slices.Clone(e.Addresses),
-			Conditions: &tributaryv1.EndpointConditions{Ready: e.Ready, Serving: e.Serving, Terminating: e.Terminating},
-		})
-	}
-	return &tributaryv1.KubernetesObject{Kind: &tributaryv1.KubernetesObject_EndpointSlice{EndpointSlice: slice}}
 }
 
 // viewMismatch compares a session's accumulated output with a fresh

@@ -1,7 +1,6 @@
 package server
 
 import (
-	"fmt"
 	"net"
 	"runtime"
 	"slices"
@@ -13,7 +12,6 @@ import (
 
 	tributaryv1 "github.com/tributary-dev/tributary/gen/go/tributary/v1"
 	"github.com/tributary-dev/tributary/internal/workload"
-	"github.com/tributary-dev/tributary/source"
 )
 
 // BenchmarkSyncRoundTrip measures what a controller waits for when one pod
@@ -25,7 +23,10 @@ import (
 // percentile of the round trips.
 func BenchmarkSyncRoundTrip(b *testing.B) {
 	const n, m = 10000, 100
-	extensionServices, services, endpointSlices := protoWorkload(workload.Standard(n, m))
+	extensionServices, services, endpointSlices := workload.APIObjects(workload.Standard(n, m))
+	if len(services) != 2*n || len(endpointSlices) != 2*n {
+		b.Fatalf("workload shape: %d ExtensionServices, %d Services, %d EndpointSlices", len(extensionServices), len(services), len(endpointSlices))
+	}
 
 	conn := dialLoopback(b)
 	stream, err := tributaryv1.NewTranslationServiceClient(conn).Sync(b.Context())
@@ -130,48 +131,4 @@ func dialLoopback(b *testing.B) *grpc.ClientConn {
 	}
 	b.Cleanup(func() { conn.Close() })
 	return conn
-}
-
-// protoWorkload converts a workload into API objects, keeping its order. It
-// covers the fields workload.Standard sets.
-func protoWorkload(objs *source.Objects) (extensionServices, services, endpointSlices []*tributaryv1.KubernetesObject) {
-	protoMeta := func(m source.Meta) *tributaryv1.ObjectMeta {
-		return &tributaryv1.ObjectMeta{Namespace: m.Namespace, Name: m.Name, Generation: m.Generation, Labels: m.Labels}
-	}
-	for _, es := range objs.ExtensionServices {
-		spec := &tributaryv1.ExtensionServiceSpec{Protocol: es.Spec.Protocol}
-		for _, t := range es.Spec.Services {
-			spec.Services = append(spec.Services, &tributaryv1.ExtensionServiceTarget{Name: t.Name, Port: t.Port, Weight: t.Weight})
-		}
-		extensionServices = append(extensionServices, extensionServiceObject(protoMeta(es.Meta), spec))
-	}
-	for _, svc := range objs.Services {
-		o := serviceObject(protoMeta(svc.Meta))
-		o.GetService().Spec.Type = svc.Type
-		for _, p := range svc.Ports {
-			o.GetService().Spec.Ports = append(o.GetService().Spec.Ports,
-				&tributaryv1.ServicePort{Name: p.Name, Port: p.Port, TargetPort: p.TargetPort, Protocol: p.Protocol})
-		}
-		services = append(services, o)
-	}
-	for _, s := range objs.EndpointSlices {
-		var ports []*tributaryv1.EndpointPort
-		for _, p := range s.Ports {
-			ports = append(ports, &tributaryv1.EndpointPort{Name: p.Name, Port: p.Port, Protocol: p.Protocol})
-		}
-		endpoints := make([]*tributaryv1.Endpoint, len(s.Endpoints))
-		for i, e := range s.Endpoints {
-			endpoints[i] = &tributaryv1.Endpoint{
-				Addresses:  slices.Clone(e.Addresses),
-				Conditions: &tributaryv1.EndpointConditions{Ready: e.Ready, Serving: e.Serving, Terminating: e.Terminating},
-			}
-		}
-		o := endpointSliceObject(protoMeta(s.Meta), ports, endpoints...)
-		o.GetEndpointSlice().AddressType = s.AddressType
-		endpointSlices = append(endpointSlices, o)
-	}
-	if len(services) != 2*len(extensionServices) || len(endpointSlices) != 2*len(extensionServices) {
-		panic(fmt.Sprintf("workload shape: %d ExtensionServices, %d Services, %d EndpointSlices", len(extensionServices), len(services), len(endpointSlices)))
-	}
-	return extensionServices, services, endpointSlices
 }
