@@ -6,7 +6,6 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	"regexp"
 	"strings"
 	"testing"
 
@@ -18,7 +17,6 @@ import (
 	"google.golang.org/grpc/status"
 	"sigs.k8s.io/yaml"
 
-	"github.com/tributary-dev/tributary/internal/testproc"
 	"github.com/tributary-dev/tributary/manifest"
 )
 
@@ -203,63 +201,26 @@ func TestByteSize(t *testing.T) {
 	}
 }
 
-// listenAddress matches the log line naming the gRPC address serve
-// listens on.
-var listenAddress = regexp.MustCompile(`msg="serving gRPC" address=(\S+)`)
-
 // TestServeInProcess serves until its context ends (as on SIGTERM) and
 // checks the server answered health checks and stopped cleanly.
 func TestServeInProcess(t *testing.T) {
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	logs := &testproc.Buffer{}
-	pr, pw := io.Pipe()
-	done := make(chan int, 1)
-	go func() {
-		done <- run(ctx, []string{"serve", "--address", "127.0.0.1:0", "--log-level", "debug"}, stdio{in: strings.NewReader(""), out: io.Discard, err: io.MultiWriter(logs, pw)})
-		_ = pw.Close()
-	}()
-	first, err := readLine(pr)
-	go func() { _, _ = io.Copy(io.Discard, pr) }()
-	if err != nil {
-		t.Fatal(err)
-	}
-	m := listenAddress.FindStringSubmatch(first)
-	if m == nil {
-		t.Fatalf("first log line does not name the address: %q", first)
-	}
-
-	conn, err := grpc.NewClient(m[1], grpc.WithTransportCredentials(insecure.NewCredentials()))
+	s := startServe(t, "--log-level", "debug")
+	conn, err := grpc.NewClient(s.grpcAddress, grpc.WithTransportCredentials(insecure.NewCredentials()))
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer func() { _ = conn.Close() }()
-	resp, err := healthpb.NewHealthClient(conn).Check(ctx, &healthpb.HealthCheckRequest{Service: "tributary.v1.TranslationService"})
+	resp, err := healthpb.NewHealthClient(conn).Check(t.Context(), &healthpb.HealthCheckRequest{Service: "tributary.v1.TranslationService"})
 	if err != nil || resp.GetStatus() != healthpb.HealthCheckResponse_SERVING {
 		t.Fatalf("health check: %v, %v", resp, err)
 	}
 
-	cancel()
-	if code := <-done; code != 0 {
-		t.Fatalf("exit %d after shutdown; log:\n%s", code, logs.String())
+	if code := s.stop(); code != 0 {
+		t.Fatalf("exit %d after shutdown; log:\n%s", code, s.logs.String())
 	}
 	for _, want := range []string{"msg=\"shutting down\"", "msg=stopped"} {
-		if !strings.Contains(logs.String(), want) {
-			t.Errorf("log lacks %s:\n%s", want, logs.String())
-		}
-	}
-}
-
-func readLine(r io.Reader) (string, error) {
-	var line []byte
-	b := make([]byte, 1)
-	for {
-		if _, err := r.Read(b); err != nil {
-			return string(line), err
-		}
-		line = append(line, b[0])
-		if b[0] == '\n' {
-			return string(line), nil
+		if !strings.Contains(s.logs.String(), want) {
+			t.Errorf("log lacks %s:\n%s", want, s.logs.String())
 		}
 	}
 }

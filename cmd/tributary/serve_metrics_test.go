@@ -4,7 +4,6 @@ import (
 	"context"
 	"io"
 	"net/http"
-	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -16,10 +15,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	tributaryv1 "github.com/tributary-dev/tributary/gen/go/tributary/v1"
-	"github.com/tributary-dev/tributary/internal/testproc"
 )
-
-var metricsAddress = regexp.MustCompile(`msg="serving metrics" address=(\S+)`)
 
 // TestServeMetricsAndDrain serves with --metrics-address, scrapes it, then
 // starts draining (as on SIGTERM) while a Sync session and a health Watch
@@ -28,32 +24,10 @@ var metricsAddress = regexp.MustCompile(`msg="serving metrics" address=(\S+)`)
 // once the Watch ends (the one call that keeps the drain going) the process
 // exits 0 and the HTTP server is gone.
 func TestServeMetricsAndDrain(t *testing.T) {
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	logs := &testproc.Buffer{}
-	pr, pw := io.Pipe()
-	done := make(chan int, 1)
-	go func() {
-		done <- run(ctx, []string{"serve", "--address", "127.0.0.1:0", "--metrics-address", "127.0.0.1:0", "--shutdown-timeout", "10m"},
-			stdio{in: strings.NewReader(""), out: io.Discard, err: io.MultiWriter(logs, pw)})
-		_ = pw.Close()
-	}()
-	first, err := readLine(pr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	second, err := readLine(pr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	go func() { _, _ = io.Copy(io.Discard, pr) }()
-	grpcAddr, httpAddr := listenAddress.FindStringSubmatch(first), metricsAddress.FindStringSubmatch(second)
-	if grpcAddr == nil || httpAddr == nil {
-		t.Fatalf("the first two log lines do not name the addresses:\n%s%s", first, second)
-	}
-	base := "http://" + httpAddr[1]
+	s := startServe(t, "--metrics-address", "127.0.0.1:0", "--shutdown-timeout", "10m")
+	base := "http://" + s.metricsAddress
 
-	conn, err := grpc.NewClient(grpcAddr[1], grpc.WithTransportCredentials(insecure.NewCredentials()))
+	conn, err := grpc.NewClient(s.grpcAddress, grpc.WithTransportCredentials(insecure.NewCredentials()))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -96,7 +70,7 @@ func TestServeMetricsAndDrain(t *testing.T) {
 		t.Fatalf("health before draining: %v, %v", resp, err)
 	}
 
-	cancel() // as SIGTERM does
+	s.cancel() // as SIGTERM does
 	if resp, err := watch.Recv(); err != nil || resp.GetStatus() != healthpb.HealthCheckResponse_NOT_SERVING {
 		t.Fatalf("health once draining: %v, %v", resp, err)
 	}
@@ -120,8 +94,8 @@ func TestServeMetricsAndDrain(t *testing.T) {
 	}
 
 	endWatch()
-	if code := <-done; code != 0 {
-		t.Fatalf("exit %d; log:\n%s", code, logs.String())
+	if code := s.stop(); code != 0 {
+		t.Fatalf("exit %d; log:\n%s", code, s.logs.String())
 	}
 	req, err := http.NewRequestWithContext(t.Context(), http.MethodGet, base+"/healthz", nil)
 	if err != nil {

@@ -1,14 +1,12 @@
 package main
 
 import (
-	"bufio"
 	"context"
 	"crypto/tls"
 	"crypto/x509"
 	"errors"
 	"io"
 	"path/filepath"
-	"regexp"
 	"strconv"
 	"strings"
 	"testing"
@@ -23,52 +21,8 @@ import (
 	"google.golang.org/grpc/status"
 
 	tributaryv1 "github.com/tributary-dev/tributary/gen/go/tributary/v1"
-	"github.com/tributary-dev/tributary/internal/testproc"
 	"github.com/tributary-dev/tributary/tlsfiles/testcerts"
 )
-
-var xdsListenAddress = regexp.MustCompile(`msg="serving xDS" address=(\S+)`)
-
-// runningServe is `tributary serve` running in process.
-type runningServe struct {
-	grpcAddress, xdsAddress string
-	logs                    *testproc.Buffer
-}
-
-// startServe runs serve with args until the test ends, which must then
-// stop it cleanly. It waits for the addresses served: gRPC, and xDS when
-// withXDS.
-func startServe(t *testing.T, withXDS bool, args ...string) *runningServe {
-	t.Helper()
-	ctx, cancel := context.WithCancel(context.Background())
-	r := &runningServe{logs: &testproc.Buffer{}}
-	pr, pw := io.Pipe()
-	done := make(chan int, 1)
-	go func() {
-		done <- run(ctx, append([]string{"serve", "--address", "127.0.0.1:0"}, args...), stdio{in: strings.NewReader(""), out: io.Discard, err: io.MultiWriter(r.logs, pw)})
-		_ = pw.Close()
-	}()
-	t.Cleanup(func() {
-		cancel()
-		if code := <-done; code != 0 {
-			t.Errorf("serve exited %d; log:\n%s", code, r.logs.String())
-		}
-	})
-	lines := bufio.NewScanner(pr)
-	for (r.grpcAddress == "" || withXDS && r.xdsAddress == "") && lines.Scan() {
-		if m := listenAddress.FindStringSubmatch(lines.Text()); m != nil {
-			r.grpcAddress = m[1]
-		}
-		if m := xdsListenAddress.FindStringSubmatch(lines.Text()); m != nil {
-			r.xdsAddress = m[1]
-		}
-	}
-	go func() { _, _ = io.Copy(io.Discard, pr) }()
-	if r.grpcAddress == "" || withXDS && r.xdsAddress == "" {
-		t.Fatalf("serve did not log its addresses:\n%s", r.logs.String())
-	}
-	return r
-}
 
 // dialTLS connects to addr trusting ca, presenting client if not nil.
 func dialTLS(t *testing.T, addr string, ca *testcerts.CA, client *testcerts.Pair) *grpc.ClientConn {
@@ -102,7 +56,7 @@ func TestServeTLS(t *testing.T) {
 	certFile, keyFile := server.Write(t, dir)
 	caFile := filepath.Join(dir, "ca.crt")
 	testcerts.WriteFile(t, caFile, ca.PEM)
-	s := startServe(t, true, "--xds-address", "127.0.0.1:0",
+	s := startServe(t, "--xds-address", "127.0.0.1:0",
 		"--tls-cert-file", certFile, "--tls-key-file", keyFile, "--tls-client-ca-file", caFile,
 		"--tls-allowed-client-sans", "contour, spiffe://cluster.local/ns/projectcontour/sa/contour",
 		"--xds-tls-allowed-client-sans", "spiffe://cluster.local/ns/projectcontour/sa/envoy")
@@ -170,7 +124,7 @@ func TestServeTLSXDSAllowlistDefault(t *testing.T) {
 	certFile, keyFile := ca.Server(t).Write(t, dir)
 	caFile := filepath.Join(dir, "ca.crt")
 	testcerts.WriteFile(t, caFile, ca.PEM)
-	s := startServe(t, true, "--xds-address", "127.0.0.1:0",
+	s := startServe(t, "--xds-address", "127.0.0.1:0",
 		"--tls-cert-file", certFile, "--tls-key-file", keyFile, "--tls-client-ca-file", caFile, "--tls-allowed-client-sans", "contour")
 	if err := checkHealth(t.Context(), dialTLS(t, s.xdsAddress, ca, ca.Client(t, "contour", []string{"contour"})), &peer.Peer{}); status.Code(err) != codes.Unimplemented {
 		t.Errorf("xDS port, contour: %v, want Unimplemented (served, but no health service there)", err)
@@ -182,7 +136,7 @@ func TestServeTLSXDSAllowlistDefault(t *testing.T) {
 
 // TestServeLimits: the limit flags reach the server.
 func TestServeLimits(t *testing.T) {
-	s := startServe(t, false, "--max-sessions", "1", "--max-batch-objects", "1")
+	s := startServe(t, "--max-sessions", "1", "--max-batch-objects", "1")
 	conn, err := grpc.NewClient(s.grpcAddress, grpc.WithTransportCredentials(insecure.NewCredentials()))
 	if err != nil {
 		t.Fatal(err)

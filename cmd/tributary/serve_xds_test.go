@@ -1,10 +1,8 @@
 package main
 
 import (
-	"context"
 	"errors"
 	"io"
-	"regexp"
 	"strings"
 	"testing"
 
@@ -16,10 +14,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	tributaryv1 "github.com/tributary-dev/tributary/gen/go/tributary/v1"
-	"github.com/tributary-dev/tributary/internal/testproc"
 )
-
-var xdsAddress = regexp.MustCompile(`msg="serving xDS" address=(\S+)`)
 
 // authzObjects is one valid ExtensionService, ns/authz, with one endpoint.
 func authzObjects() []*tributaryv1.KubernetesObject {
@@ -48,32 +43,9 @@ func authzObjects() []*tributaryv1.KubernetesObject {
 // stops (as on SIGTERM) with the xDS stream still open, which ends it, and
 // exits 0.
 func TestServeXDS(t *testing.T) {
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	logs := &testproc.Buffer{}
-	pr, pw := io.Pipe()
-	done := make(chan int, 1)
-	go func() {
-		done <- run(ctx, []string{"serve", "--address", "127.0.0.1:0", "--xds-address", "127.0.0.1:0", "--xds-withdraw-grace", "1h"},
-			stdio{in: strings.NewReader(""), out: io.Discard, err: io.MultiWriter(logs, pw)})
-		_ = pw.Close()
-	}()
-	var grpcAddr, xdsAddr []string
-	for grpcAddr == nil || xdsAddr == nil {
-		line, err := readLine(pr)
-		if err != nil {
-			t.Fatalf("%v; log:\n%s", err, logs.String())
-		}
-		if m := listenAddress.FindStringSubmatch(line); m != nil {
-			grpcAddr = m
-		}
-		if m := xdsAddress.FindStringSubmatch(line); m != nil {
-			xdsAddr = m
-		}
-	}
-	go func() { _, _ = io.Copy(io.Discard, pr) }()
+	s := startServe(t, "--xds-address", "127.0.0.1:0", "--xds-withdraw-grace", "1h")
 
-	conn, err := grpc.NewClient(grpcAddr[1], grpc.WithTransportCredentials(insecure.NewCredentials()))
+	conn, err := grpc.NewClient(s.grpcAddress, grpc.WithTransportCredentials(insecure.NewCredentials()))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -94,7 +66,7 @@ func TestServeXDS(t *testing.T) {
 		t.Fatalf("Sync: %v, %v", resp, err)
 	}
 
-	xdsConn, err := grpc.NewClient(xdsAddr[1], grpc.WithTransportCredentials(insecure.NewCredentials()))
+	xdsConn, err := grpc.NewClient(s.xdsAddress, grpc.WithTransportCredentials(insecure.NewCredentials()))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -121,14 +93,13 @@ func TestServeXDS(t *testing.T) {
 	if _, err := sync.Recv(); !errors.Is(err, io.EOF) {
 		t.Fatalf("Sync ended with %v", err)
 	}
-	cancel()
-	if code := <-done; code != 0 {
-		t.Fatalf("exit %d after shutdown; log:\n%s", code, logs.String())
+	if code := s.stop(); code != 0 {
+		t.Fatalf("exit %d after shutdown; log:\n%s", code, s.logs.String())
 	}
 	if _, err := ads.Recv(); err == nil {
 		t.Error("the xDS stream outlived the server")
 	}
-	if !strings.Contains(logs.String(), "msg=stopped") {
-		t.Errorf("log lacks msg=stopped:\n%s", logs.String())
+	if !strings.Contains(s.logs.String(), "msg=stopped") {
+		t.Errorf("log lacks msg=stopped:\n%s", s.logs.String())
 	}
 }
