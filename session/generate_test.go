@@ -1,19 +1,11 @@
 package session_test
 
 import (
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
-	"crypto/x509"
-	"crypto/x509/pkix"
-	"encoding/pem"
-	"fmt"
-	"math/big"
 	mathrand "math/rand/v2"
-	"time"
 
 	"github.com/tributary-dev/tributary/session"
 	"github.com/tributary-dev/tributary/source"
+	"github.com/tributary-dev/tributary/tlsfiles/testcerts"
 )
 
 // chooser is where generated choices come from: fuzz input or a seeded
@@ -61,8 +53,8 @@ var (
 	genDelegs     = []string{"delegate", "more"}
 	genExtensions = []string{"ext-0", "ext-1", "ext-2", "ext-3"}
 	genAddresses  = []string{"10.0.0.1", "10.0.0.2", "10.0.0.3", "10.0.1.1", "192.168.0.9", "2001:db8::1", "not-an-ip"}
-	genCA         = selfSignedPEM("session-ca")
-	genLeaf       = selfSignedPEM("envoy-client")
+	genCA         = testcerts.SelfSignedPEM("session-ca")
+	genLeaf       = testcerts.SelfSignedPEM("envoy-client")
 	genBadPEM     = []byte("-----BEGIN CERTIFICATE-----\nAAAA\n-----END CERTIFICATE-----\n")
 )
 
@@ -244,26 +236,4 @@ func generateDelegation(c chooser, meta source.Meta) source.TLSCertificateDelega
 			TargetNamespaces: pick(c, []string{"auth"}, []string{"*"}, []string{"nobody"}, []string{"*", "auth"}),
 		}},
 	}
-}
-
-// selfSignedPEM returns a fresh self-signed CA certificate, PEM encoded.
-func selfSignedPEM(cn string) []byte {
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		panic(err)
-	}
-	tmpl := &x509.Certificate{
-		SerialNumber:          big.NewInt(1),
-		Subject:               pkix.Name{CommonName: cn},
-		NotBefore:             time.Unix(0, 0),
-		NotAfter:              time.Unix(0, 0).Add(100 * 365 * 24 * time.Hour),
-		IsCA:                  true,
-		BasicConstraintsValid: true,
-		DNSNames:              []string{cn + ".example.com"},
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
-	if err != nil {
-		panic(fmt.Sprintf("self-signed certificate: %v", err))
-	}
-	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})
 }

@@ -2,14 +2,7 @@ package translate_test
 
 import (
 	"bytes"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
-	"crypto/x509"
-	"crypto/x509/pkix"
-	"encoding/pem"
 	"fmt"
-	"math/big"
 	"testing"
 	"time"
 
@@ -21,6 +14,7 @@ import (
 	"github.com/tributary-dev/tributary/envoy"
 	"github.com/tributary-dev/tributary/model"
 	"github.com/tributary-dev/tributary/source"
+	"github.com/tributary-dev/tributary/tlsfiles/testcerts"
 	"github.com/tributary-dev/tributary/translate"
 )
 
@@ -127,8 +121,8 @@ func (b *fuzzBytes) bool() bool { return b.byte()&1 == 1 }
 func pick[T any](b *fuzzBytes, choices ...T) T { return choices[b.intn(len(choices))] }
 
 var (
-	fuzzCA       = selfSignedPEM("fuzz-ca")
-	fuzzLeaf     = selfSignedPEM("envoy-client")
+	fuzzCA       = testcerts.SelfSignedPEM("fuzz-ca")
+	fuzzLeaf     = testcerts.SelfSignedPEM("envoy-client")
 	namespaces   = []string{"auth", "other"}
 	serviceNames = []string{"s0", "s1", "s2"}
 	timeouts     = []string{"", "1s", "500ms", "infinity", "infinite", "-1s", "bogus", "0s", "1.5h"}
@@ -256,26 +250,4 @@ func generateObjects(b *fuzzBytes) (*source.Objects, source.Settings) {
 		objs.ExtensionServices = append(objs.ExtensionServices, es)
 	}
 	return objs, settings
-}
-
-// selfSignedPEM returns a fresh self-signed certificate, PEM encoded.
-func selfSignedPEM(cn string) []byte {
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		panic(err)
-	}
-	tmpl := &x509.Certificate{
-		SerialNumber:          big.NewInt(1),
-		Subject:               pkix.Name{CommonName: cn},
-		NotBefore:             time.Unix(0, 0),
-		NotAfter:              time.Unix(0, 0).Add(100 * 365 * 24 * time.Hour),
-		IsCA:                  true,
-		BasicConstraintsValid: true,
-		DNSNames:              []string{cn + ".example.com"},
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
-	if err != nil {
-		panic(err)
-	}
-	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})
 }

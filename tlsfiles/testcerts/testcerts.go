@@ -1,6 +1,7 @@
 // Package testcerts makes throwaway certificate authorities and
-// certificates for tests of TLS and mutual TLS: nothing here is fit for
-// production use (keys are never protected, lifetimes are a day).
+// certificates for tests of TLS and mutual TLS, and for generated inputs
+// that hold certificates: nothing here is fit for production use (keys are
+// never protected, lifetimes are a day but for SelfSignedPEM's).
 package testcerts
 
 import (
@@ -162,4 +163,30 @@ func serial(t testing.TB) *big.Int {
 		t.Fatal(err)
 	}
 	return n
+}
+
+// SelfSignedPEM returns a fresh self-signed CA certificate called
+// commonName, with the DNS SAN commonName.example.com, valid for a century
+// from 1970 so that what a generated input translates to never depends on
+// the clock. It is for input generators, which have no testing.TB: it
+// panics if the certificate cannot be made.
+func SelfSignedPEM(commonName string) []byte {
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		panic(err)
+	}
+	tmpl := &x509.Certificate{
+		SerialNumber:          big.NewInt(1),
+		Subject:               pkix.Name{CommonName: commonName},
+		NotBefore:             time.Unix(0, 0),
+		NotAfter:              time.Unix(0, 0).Add(100 * 365 * 24 * time.Hour),
+		IsCA:                  true,
+		BasicConstraintsValid: true,
+		DNSNames:              []string{commonName + ".example.com"},
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	if err != nil {
+		panic(err)
+	}
+	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})
 }
