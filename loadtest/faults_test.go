@@ -313,8 +313,8 @@ func TestSIGTERMWithOpenStreams(t *testing.T) {
 	if active, _ := metric(second.scrape(t), "tributary_sync_sessions_active"); active != 20 {
 		t.Errorf("the second server holds %v sessions, want 20", active)
 	}
-	if !strings.Contains(clientLog.String(), "reconnecting") {
-		t.Errorf("the clients logged no reconnect:\n%s", clientLog.String())
+	if !strings.Contains(clientLog.String(), "reconnecting") || !strings.Contains(clientLog.String(), "code = Unavailable desc = the server is shutting down") {
+		t.Errorf("the clients logged no reconnect after the drain ended their streams:\n%s", clientLog.String())
 	}
 	if lines := append(second.linesAt("WARN"), second.linesAt("ERROR")...); len(lines) > 0 {
 		t.Errorf("the second server logged warnings or errors:\n%s", strings.Join(lines, "\n"))

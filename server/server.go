@@ -132,14 +132,14 @@ func newGRPCServer(opts Options, translation tributaryv1.TranslationServiceServe
 		grpc.StatsHandler(refusedCalls{logger: logger}),
 		grpc.ChainUnaryInterceptor(
 			reachedUnary,
-			selector.UnaryServerInterceptor(logging.UnaryServerInterceptor(slogAdapter(logger), logOnFinish, callLevels), selector.MatchFunc(worthLogging)),
+			selector.UnaryServerInterceptor(logging.UnaryServerInterceptor(slogAdapter(logger), logOnFinish, callLevels(opts.Draining)), selector.MatchFunc(worthLogging)),
 			unaryMetrics,
 			recovery.UnaryServerInterceptor(recovery.WithRecoveryHandlerContext(recoverPanic(logger))),
 		),
 		grpc.ChainStreamInterceptor(
 			reachedStream,
 			sessionIDs,
-			selector.StreamServerInterceptor(logging.StreamServerInterceptor(slogAdapter(logger), logOnFinish, callLevels), selector.MatchFunc(worthLogging)),
+			selector.StreamServerInterceptor(logging.StreamServerInterceptor(slogAdapter(logger), logOnFinish, callLevels(opts.Draining)), selector.MatchFunc(worthLogging)),
 			streamMetrics,
 			recovery.StreamServerInterceptor(recovery.WithRecoveryHandlerContext(recoverPanic(logger))),
 		),
@@ -171,15 +171,17 @@ func orDefault[T int | int64](v, def T) T {
 var logOnFinish = logging.WithLogOnEvents(logging.FinishCall)
 
 // callLevels is the middleware's default level per code, but for
-// Unavailable: the only Unavailable a handler returns is the end of a Sync
-// call when the server drains (Options.Draining), which is expected, not a
-// warning.
-var callLevels = logging.WithLevels(func(code codes.Code) logging.Level {
-	if code == codes.Unavailable {
-		return logging.LevelInfo
-	}
-	return logging.DefaultServerCodeToLevel(code)
-})
+// Unavailable once the server drains (Options.Draining): Sync calls then
+// end with it by design, and connections that close with it are expected.
+// Before the drain, Unavailable stays a warning.
+func callLevels(draining <-chan struct{}) logging.Option {
+	return logging.WithLevels(func(code codes.Code) logging.Level {
+		if code == codes.Unavailable && closed(draining) {
+			return logging.LevelInfo
+		}
+		return logging.DefaultServerCodeToLevel(code)
+	})
+}
 
 // worthLogging leaves health checks out of the call log: load balancers and
 // kubelets probe every few seconds, which would bury the translations.

@@ -49,12 +49,15 @@ import (
 // for each to be sent. A delta's version is new whenever the output changed
 // (and for the first delta); an empty acknowledgement repeats the version.
 func (t translationService) Sync(stream grpc.BidiStreamingServer[tributaryv1.SyncRequest, tributaryv1.SyncResponse]) (err error) {
+	if closed(t.draining) {
+		return errDraining
+	}
 	release, err := t.limits.admitSession()
 	if err != nil {
 		return err
 	}
 	defer release()
-	first, err := stream.Recv()
+	first, err := t.receiveStart(stream)
 	if errors.Is(err, io.EOF) {
 		return nil
 	}
@@ -105,6 +108,41 @@ func (t translationService) Sync(stream grpc.BidiStreamingServer[tributaryv1.Syn
 	// gRPC ends Recv once the handler returns, and it then exits.
 	go s.receive()
 	return s.send(ctx)
+}
+
+// receiveStart receives the first message of a Sync call, unless the
+// server starts draining first: a client slow to send its start must not
+// hold the drain. Recv cannot be interrupted, so it runs on its own
+// goroutine, which ends when the call does.
+func (t translationService) receiveStart(stream grpc.BidiStreamingServer[tributaryv1.SyncRequest, tributaryv1.SyncResponse]) (*tributaryv1.SyncRequest, error) {
+	if t.draining == nil {
+		return stream.Recv()
+	}
+	type received struct {
+		req *tributaryv1.SyncRequest
+		err error
+	}
+	first := make(chan received, 1)
+	go func() {
+		req, err := stream.Recv()
+		first <- received{req, err}
+	}()
+	select {
+	case r := <-first:
+		return r.req, r.err
+	case <-t.draining:
+		return nil, errDraining
+	}
+}
+
+// closed reports whether ch is closed; a nil ch never is.
+func closed(ch <-chan struct{}) bool {
+	select {
+	case <-ch:
+		return true
+	default:
+		return false
+	}
 }
 
 // errDraining ends the Sync calls open when the server starts draining.

@@ -972,8 +972,9 @@ func unsafeAdjacent[T any](a, b []T) bool {
 }
 
 // TestSyncDrain: when Options.Draining closes, every open Sync call ends
-// with Unavailable, whether it has answered batches or is still waiting for
-// its first; a call that only starts afterwards is not held either.
+// with Unavailable, whether it has answered batches, is still waiting for
+// its first, or has not even sent its start; a call that only starts
+// afterwards is not held either.
 func TestSyncDrain(t *testing.T) {
 	draining := make(chan struct{})
 	opts := quietOptions()
@@ -984,13 +985,14 @@ func TestSyncDrain(t *testing.T) {
 	busy.send(batch(1, fixture(t)...))
 	busy.delta()
 	idle := openSync(t.Context(), t, conn, nil)
+	unstarted := openStream(t.Context(), t, conn)
 
 	busy.send(batch(2, slice("a", "10.0.0.9")))
 	if got := busy.delta(); got.GetBatchId() != 2 {
 		t.Fatalf("answer to batch 2: got batch %d", got.GetBatchId())
 	}
 	close(draining)
-	for name, c := range map[string]*syncClient{"busy": busy, "idle": idle, "late": openSync(t.Context(), t, conn, nil)} {
+	for name, c := range map[string]*syncClient{"busy": busy, "idle": idle, "unstarted": unstarted, "late": openSync(t.Context(), t, conn, nil)} {
 		_, err := c.stream.Recv()
 		if status.Code(err) != codes.Unavailable || !strings.Contains(err.Error(), "shutting down") {
 			t.Errorf("%s session: got %v, want Unavailable saying the server is shutting down", name, err)

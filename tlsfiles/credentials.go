@@ -13,7 +13,8 @@ import (
 // several listeners (the API and xDS), each with its own allowlist: every
 // handshake on any of them uses the current material.
 //
-// A refused handshake is logged with the client's address and the reason
+// A refused handshake is logged with the client's address, the listener's
+// (each may have its own allowlist) and the reason
 // (no certificate, an untrusted CA, a SAN not allowed): gRPC itself drops
 // such connections silently, which leaves an operator guessing why a client
 // cannot connect. A client that connects and leaves without a handshake (a
@@ -38,7 +39,7 @@ func (c *loggingCredentials) ServerHandshake(raw net.Conn) (net.Conn, credential
 		if errors.Is(err, io.EOF) {
 			log = c.reloader.logger.Debug
 		}
-		log("TLS handshake refused", "remote", raw.RemoteAddr().String(), "error", err)
+		log("TLS handshake refused", "remote", raw.RemoteAddr().String(), "local", raw.LocalAddr().String(), "error", err)
 	}
 	return conn, info, err
 }

@@ -55,7 +55,7 @@ func runServe(ctx context.Context, args []string, std stdio) int {
 	}
 	logger := slog.New(slog.NewTextHandler(std.err, &slog.HandlerOptions{Level: level}))
 	grpcLog.Use(logger)
-	security, err := tlsFlags.start(logger)
+	security, err := tlsFlags.start(logger, xdsFlags.address != "")
 	if err != nil {
 		return tlsFailure(err, logger, std)
 	}

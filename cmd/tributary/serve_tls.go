@@ -54,8 +54,20 @@ type tlsUsageError string
 func (e tlsUsageError) Error() string { return string(e) }
 
 // start checks the flags, loads the files and follows them until stop.
-func (f *tlsFlags) start(logger *slog.Logger) (*serveTLS, error) {
+// servesXDS tells whether serve has an xDS port for
+// --xds-tls-allowed-client-sans to apply to.
+func (f *tlsFlags) start(logger *slog.Logger, servesXDS bool) (*serveTLS, error) {
 	sans, xdsSANs := splitSANs(f.allowedClientSANs), splitSANs(f.xdsAllowedClientSANs)
+	switch {
+	case f.certFile == "" && (f.keyFile != "" || f.clientCAFile != "" || sans != nil || xdsSANs != nil):
+		return nil, tlsUsageError("--tls-key-file, --tls-client-ca-file, --tls-allowed-client-sans and --xds-tls-allowed-client-sans need --tls-cert-file")
+	case f.certFile == "":
+		return nil, nil
+	case f.keyFile == "":
+		return nil, tlsUsageError("--tls-cert-file needs --tls-key-file")
+	case xdsSANs != nil && !servesXDS:
+		return nil, tlsUsageError("--xds-tls-allowed-client-sans needs --xds-address")
+	}
 	if xdsSANs == nil {
 		xdsSANs = sans
 	}
@@ -64,19 +76,11 @@ func (f *tlsFlags) start(logger *slog.Logger) (*serveTLS, error) {
 		sans []string
 	}{{"--tls-allowed-client-sans", sans}, {"--xds-tls-allowed-client-sans", xdsSANs}} {
 		switch {
-		case len(allowlist.sans) > 0 && f.certFile != "" && f.clientCAFile == "":
+		case len(allowlist.sans) > 0 && f.clientCAFile == "":
 			return nil, tlsUsageError(allowlist.flag + " needs --tls-client-ca-file: without mutual TLS no client presents a certificate")
 		case slices.Contains(allowlist.sans, ""):
 			return nil, tlsUsageError(allowlist.flag + " holds an empty SAN")
 		}
-	}
-	switch {
-	case f.certFile == "" && (f.keyFile != "" || f.clientCAFile != "" || len(xdsSANs) > 0):
-		return nil, tlsUsageError("--tls-key-file, --tls-client-ca-file, --tls-allowed-client-sans and --xds-tls-allowed-client-sans need --tls-cert-file")
-	case f.certFile == "":
-		return nil, nil
-	case f.keyFile == "":
-		return nil, tlsUsageError("--tls-cert-file needs --tls-key-file")
 	}
 	r, err := tlsfiles.New(tlsfiles.Options{CertFile: f.certFile, KeyFile: f.keyFile, ClientCAFile: f.clientCAFile, Logger: logger})
 	if err != nil {
