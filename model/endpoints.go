@@ -167,6 +167,9 @@ func (b *Builder) buildLocalities(namespace string, targets []resolvedTarget, co
 	// A Service port named twice would be two localities with the same
 	// endpoints; proxyless gRPC clients reject that, so it becomes one
 	// locality carrying both weights.
+	// Cleared, not just truncated: a target left from a larger build would
+	// keep its Service, slice and cached run alive.
+	clear(s.targets)
 	s.targets = s.targets[:0]
 targets:
 	for _, t := range targets {

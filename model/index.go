@@ -127,6 +127,9 @@ func (idx *Index) EndpointSlice(name source.NamespacedName) *source.EndpointSlic
 	return idx.sliceByName[name]
 }
 
+// EndpointSliceCount is the number of EndpointSlices indexed.
+func (idx *Index) EndpointSliceCount() int { return len(idx.sliceByName) }
+
 // Service returns the named Service, or nil.
 func (idx *Index) Service(name source.NamespacedName) *source.Service { return idx.services[name] }
 

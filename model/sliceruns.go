@@ -16,11 +16,6 @@ import (
 // pointer) is what makes a pointer comparison a complete freshness check.
 type sliceRuns struct {
 	entries map[source.NamespacedName]*sliceEntry
-	// sweepAt is the entry count at which entries of slices the Index no
-	// longer holds are dropped: twice the count the last sweep left, so
-	// sweeping costs O(1) per entry made, and deleted slices hold memory
-	// only until the map doubles.
-	sweepAt int
 }
 
 // sliceEntry holds the runs of one EndpointSlice, one per Service port
@@ -45,7 +40,11 @@ type sliceRun struct {
 	general  []candidate
 }
 
-const minSweepAt = 64
+// sweepSlack bounds the entries of slices the Index no longer holds (deleted,
+// or replaced by a slice b has not read yet): when they could outnumber the
+// live slices by more than this, they are dropped (SweepEndpointSlices). So
+// a sweep, O(entries), comes at most once per sweepSlack dropped entries.
+const sweepSlack = 64
 
 // CacheEndpointSlices makes b keep what it parses of each EndpointSlice from
 // one Build to the next, so that after a change to one slice only that
@@ -55,7 +54,7 @@ const minSweepAt = 64
 // translation has nothing to gain from it.
 func (b *Builder) CacheEndpointSlices() {
 	if b.sliceRuns == nil {
-		b.sliceRuns = &sliceRuns{entries: make(map[source.NamespacedName]*sliceEntry), sweepAt: minSweepAt}
+		b.sliceRuns = &sliceRuns{entries: make(map[source.NamespacedName]*sliceEntry)}
 	}
 }
 
@@ -67,10 +66,10 @@ func (b *Builder) sliceRun(es *source.EndpointSlice, portName string) *sliceRun 
 	entry := c.entries[name]
 	var previous *sliceEntry
 	if entry == nil || entry.slice != es {
-		if entry == nil && len(c.entries) >= c.sweepAt {
-			b.sweepSliceRuns()
-		}
 		previous = entry
+		if len(c.entries) >= 2*b.index.EndpointSliceCount()+sweepSlack {
+			b.SweepEndpointSlices()
+		}
 		entry = &sliceEntry{slice: es}
 		c.entries[name] = entry
 	}
@@ -188,15 +187,22 @@ func equalPtr[T comparable](a, b *T) bool {
 	return a == b || (a != nil && b != nil && *a == *b)
 }
 
-// sweepSliceRuns drops the entries of slices b's Index no longer holds.
-func (b *Builder) sweepSliceRuns() {
+// SweepEndpointSlices drops what b keeps of EndpointSlices its Index no
+// longer holds as they are: deleted slices, and slices replaced by ones b
+// has not read. b sweeps by itself as such entries pile up (see
+// sweepSlack); a caller that has just rebuilt many ExtensionServices on
+// other Builders calls it to let go of the replaced slices at once. It
+// does nothing unless b caches slices.
+func (b *Builder) SweepEndpointSlices() {
 	c := b.sliceRuns
+	if c == nil {
+		return
+	}
 	for name, entry := range c.entries {
 		if b.index.EndpointSlice(name) != entry.slice {
 			delete(c.entries, name)
 		}
 	}
-	c.sweepAt = max(minSweepAt, 2*len(c.entries))
 }
 
 // packedTargets reports whether every target of the ExtensionService being

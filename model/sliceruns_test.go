@@ -102,9 +102,64 @@ func TestCachedSlicesAreSwept(t *testing.T) {
 		}
 		most = max(most, len(b.sliceRuns.entries))
 	}
-	if most > minSweepAt+1 {
-		t.Errorf("the cache held up to %d entries for %d live slices, want at most %d", most, live, minSweepAt+1)
+	if bound := 2*live + sweepSlack + 1; most > bound {
+		t.Errorf("the cache held up to %d entries for %d live slices, want at most %d", most, live, bound)
 	}
+}
+
+// TestCachedSlicesOfDeletedSlicesGo: after most of a Service's slices are
+// deleted, rebuilding with the rest, replaced again and again, drops the
+// deleted ones; and SweepEndpointSlices drops at once the old versions of
+// slices replaced while the Builder was not looking.
+func TestCachedSlicesOfDeletedSlicesGo(t *testing.T) {
+	http := ports(tcpPort("http", 8080))
+	idx := NewIndex(&source.Objects{Services: []source.Service{testService("a", servicePort("http", 80))}})
+	b := builderKinds[1].new(idx)
+	slice := func(i, generation int) *source.EndpointSlice {
+		es := testSlice(fmt.Sprintf("a-%d", i), "a", "IPv4", http, readyAt(fmt.Sprintf("10.0.%d.%d", i/200, i%200+1)))
+		es.Generation = int64(generation)
+		return &es
+	}
+	for i := range 200 {
+		idx.PutEndpointSlice(slice(i, 0))
+	}
+	buildFor(t, b, []target{{"a", 80, 0}})
+	for i := 10; i < 200; i++ {
+		idx.DeleteEndpointSlice(source.NamespacedName{Namespace: testNamespace, Name: fmt.Sprintf("a-%d", i)})
+	}
+	for generation := 1; generation <= 20; generation++ {
+		for i := range 10 {
+			idx.PutEndpointSlice(slice(i, generation))
+		}
+		buildFor(t, b, []target{{"a", 80, 0}})
+	}
+	if dead := deadEntries(b); dead != 0 {
+		t.Errorf("%d entries of deleted or replaced slices are kept, want none", dead)
+	}
+
+	// Replaced behind the Builder's back, as a session's large batch does.
+	for i := range 10 {
+		idx.PutEndpointSlice(slice(i, 100))
+	}
+	if dead := deadEntries(b); dead != 10 {
+		t.Fatalf("%d entries of replaced slices before the sweep, want 10", dead)
+	}
+	b.SweepEndpointSlices()
+	if n, dead := len(b.sliceRuns.entries), deadEntries(b); n != 0 || dead != 0 {
+		t.Errorf("after the sweep: %d entries, %d of them dead; want none", n, dead)
+	}
+}
+
+// deadEntries counts b's cache entries for slices its Index no longer holds
+// as they are.
+func deadEntries(b *Builder) int {
+	dead := 0
+	for name, entry := range b.sliceRuns.entries {
+		if b.index.EndpointSlice(name) != entry.slice {
+			dead++
+		}
+	}
+	return dead
 }
 
 // FuzzCachedSliceReplacement replaces one EndpointSlice by another made

@@ -35,6 +35,9 @@ func (r *rebuilder) build(es []*extension, outcomes []translate.Outcome) []trans
 		for i, e := range es {
 			objects[i] = e.object
 		}
+		// The slices this batch replaced are read by Build's own Builders:
+		// the inline Builder's parsed copies of their old versions go.
+		r.builder.SweepEndpointSlices()
 		return translate.Build(r.index, r.settings, objects)
 	}
 	outcomes = outcomes[:0]

@@ -180,22 +180,26 @@ func serviceSize(svc *source.Service) int64 {
 const endpointSize = int64(unsafe.Sizeof(source.Endpoint{})) + 3*8
 
 // addressOutputSize is the output one address becomes: its LbEndpoint in
-// the encoded ClusterLoadAssignment (held until the delta is sent), in
-// the scratch the session's builder keeps for the next rebuild, and its
-// packed key in the builder's slice cache (model.Builder's
-// CacheEndpointSlices; one per slice port, and one port is usual).
-const addressOutputSize = 56
+// the encoded ClusterLoadAssignment (held until the delta is sent) and in
+// the scratch the session's builder keeps for the next rebuild.
+const addressOutputSize = 48
 
-// sliceCacheEntrySize is what the builder's slice cache holds per slice
-// besides its keys (BenchmarkSliceCacheMemory in model measures both).
-const sliceCacheEntrySize = 300
+// The builder's slice cache (model.Builder's CacheEndpointSlices) holds a
+// packed key per endpoint and slice port it matched (an unnamed Service
+// port matches every TCP port of a slice), and sliceCacheEntrySize more
+// per slice (BenchmarkSliceCacheMemory in model measures both).
+const (
+	cachedKeySize       = 8
+	sliceCacheEntrySize = 300
+)
 
 func endpointSliceSize(slice *source.EndpointSlice) int64 {
 	// Indexed by name and by the Service it is labelled for.
 	n := int64(unsafe.Sizeof(*slice)) + metaSize(&slice.Meta) + mapEntrySize + int64(len(slice.AddressType)) + sliceCacheEntrySize
+	cachedKeys := int64(max(1, len(slice.Ports))) * cachedKeySize
 	for i := range slice.Endpoints {
 		ep := &slice.Endpoints[i]
-		n += endpointSize
+		n += endpointSize + cachedKeys
 		for _, a := range ep.Addresses {
 			n += int64(unsafe.Sizeof(a)) + int64(len(a)) + addressOutputSize
 		}

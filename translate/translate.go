@@ -176,6 +176,12 @@ func newBuilder(idx *model.Index, settings source.Settings, enc encoding) *Build
 	}
 }
 
+// SweepEndpointSlices lets go of the EndpointSlices b keeps parsed that the
+// Index no longer holds (model.Builder's SweepEndpointSlices): for a caller
+// that rebuilds many ExtensionServices with the function Build, whose
+// reading of the slices b does not see.
+func (b *Builder) SweepEndpointSlices() { b.model.SweepEndpointSlices() }
+
 // Build translates es.
 func (b *Builder) Build(es *source.ExtensionService) Outcome {
 	return b.build(es, nil)
