@@ -1,11 +1,8 @@
 package loadtest
 
 import (
-	"context"
 	"fmt"
-	"io"
 	"net"
-	"net/http"
 	"os"
 	"regexp"
 	"strconv"
@@ -102,22 +99,8 @@ func waitListenable(t *testing.T, address string) {
 // scrape returns the server's /metrics page.
 func (s *server) scrape(t *testing.T) string {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(t.Context(), hangGuard)
-	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+s.MetricsAddress+"/metrics", nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatalf("scrape /metrics: %v", err)
-	}
-	defer resp.Body.Close()
-	body, err := io.ReadAll(resp.Body)
-	if err != nil {
-		t.Fatalf("scrape /metrics: %v", err)
-	}
-	return string(body)
+	_, body := testproc.Get(t, "http://"+s.MetricsAddress+"/metrics")
+	return body
 }
 
 // metric sums the samples of the metric name on a /metrics page whose

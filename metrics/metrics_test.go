@@ -21,6 +21,7 @@ import (
 	"google.golang.org/protobuf/encoding/protojson"
 
 	tributaryv1 "github.com/tributary-dev/tributary/gen/go/tributary/v1"
+	"github.com/tributary-dev/tributary/internal/testproc"
 	"github.com/tributary-dev/tributary/metrics"
 	"github.com/tributary-dev/tributary/server"
 )
@@ -396,7 +397,7 @@ func TestHandler(t *testing.T) {
 	t.Cleanup(func() { _ = srv.Close() })
 	base := "http://" + lis.Addr().String()
 
-	code, body := get(t, base+"/metrics")
+	code, body := testproc.Get(t, base+"/metrics")
 	if code != http.StatusOK {
 		t.Fatalf("/metrics: %d", code)
 	}
@@ -425,34 +426,16 @@ func TestHandler(t *testing.T) {
 		{false, http.StatusServiceUnavailable, "not ready\n"}, // draining
 	} {
 		m.SetReady(step.ready)
-		if code, body := get(t, base+"/readyz"); code != step.readyz || body != step.readyMsg {
+		if code, body := testproc.Get(t, base+"/readyz"); code != step.readyz || body != step.readyMsg {
 			t.Errorf("ready %v: /readyz = %d %q, want %d %q", step.ready, code, body, step.readyz, step.readyMsg)
 		}
-		if code, body := get(t, base+"/healthz"); code != http.StatusOK || body != "ok\n" {
+		if code, body := testproc.Get(t, base+"/healthz"); code != http.StatusOK || body != "ok\n" {
 			t.Errorf("ready %v: /healthz = %d %q, want 200 \"ok\\n\"", step.ready, code, body)
 		}
 	}
-	if code, _ := get(t, base+"/other"); code != http.StatusNotFound {
+	if code, _ := testproc.Get(t, base+"/other"); code != http.StatusNotFound {
 		t.Errorf("/other: %d, want 404", code)
 	}
-}
-
-func get(t *testing.T, url string) (int, string) {
-	t.Helper()
-	req, err := http.NewRequestWithContext(t.Context(), http.MethodGet, url, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() { _ = resp.Body.Close() }()
-	body, err := io.ReadAll(resp.Body)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return resp.StatusCode, string(body)
 }
 
 func TestNilMetricsRecordNothing(t *testing.T) {

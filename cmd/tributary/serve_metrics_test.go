@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"io"
 	"net/http"
 	"strings"
 	"testing"
@@ -15,6 +14,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	tributaryv1 "github.com/tributary-dev/tributary/gen/go/tributary/v1"
+	"github.com/tributary-dev/tributary/internal/testproc"
 )
 
 // TestServeMetricsAndDrain serves with --metrics-address, scrapes it, then
@@ -37,10 +37,10 @@ func TestServeMetricsAndDrain(t *testing.T) {
 		t.Fatal(err)
 	}
 	// The first answer of the session means Serve has started: ready.
-	if code, body := httpGet(t, base+"/readyz"); code != http.StatusOK {
+	if code, body := testproc.Get(t, base+"/readyz"); code != http.StatusOK {
 		t.Fatalf("/readyz while serving: %d %q", code, body)
 	}
-	if _, body := httpGet(t, base+"/metrics"); !strings.Contains(body,
+	if _, body := testproc.Get(t, base+"/metrics"); !strings.Contains(body,
 		`grpc_server_handled_total{grpc_code="OK",grpc_method="Translate",grpc_service="tributary.v1.TranslationService",grpc_type="unary"} 1`) {
 		t.Errorf("/metrics does not count the Translate call:\n%s", body)
 	}
@@ -80,7 +80,7 @@ func TestServeMetricsAndDrain(t *testing.T) {
 	// /readyz turns right after the health service; the drain waits for
 	// the Watch, so the HTTP server is still there.
 	for {
-		code, _ := httpGet(t, base+"/readyz")
+		code, _ := testproc.Get(t, base+"/readyz")
 		if code == http.StatusServiceUnavailable {
 			break
 		}
@@ -89,7 +89,7 @@ func TestServeMetricsAndDrain(t *testing.T) {
 		}
 		time.Sleep(time.Millisecond)
 	}
-	if code, _ := httpGet(t, base+"/healthz"); code != http.StatusOK {
+	if code, _ := testproc.Get(t, base+"/healthz"); code != http.StatusOK {
 		t.Errorf("/healthz while draining: %d, want 200", code)
 	}
 
@@ -105,22 +105,4 @@ func TestServeMetricsAndDrain(t *testing.T) {
 		_ = resp.Body.Close()
 		t.Error("the metrics server still answers after serve returned")
 	}
-}
-
-func httpGet(t *testing.T, url string) (int, string) {
-	t.Helper()
-	req, err := http.NewRequestWithContext(t.Context(), http.MethodGet, url, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() { _ = resp.Body.Close() }()
-	body, err := io.ReadAll(resp.Body)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return resp.StatusCode, string(body)
 }
