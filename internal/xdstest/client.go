@@ -21,28 +21,28 @@ import (
 	"google.golang.org/grpc"
 )
 
-// SotWClient is a raw State-of-the-World ADS stream
-// (StreamAggregatedResources). It sends nothing on its own: the test sends
-// each request and reads each response. The stream ends with the test.
-type SotWClient struct {
+// stream is a raw ADS stream of either protocol, which fails its test on
+// any error.
+type stream[Req, Resp any] struct {
 	tb     testing.TB
-	stream grpc.BidiStreamingClient[discoveryv3.DiscoveryRequest, discoveryv3.DiscoveryResponse]
+	stream grpc.BidiStreamingClient[Req, Resp]
 }
 
-// NewSotW opens a State-of-the-World ADS stream on conn.
-func NewSotW(tb testing.TB, conn grpc.ClientConnInterface) *SotWClient {
+// openStream opens an ADS stream with open, which names the method in
+// errors; the stream ends with the test.
+func openStream[Req, Resp any](tb testing.TB, method string, open func(context.Context, ...grpc.CallOption) (grpc.BidiStreamingClient[Req, Resp], error)) stream[Req, Resp] {
 	tb.Helper()
 	ctx, cancel := context.WithCancel(tb.Context())
 	tb.Cleanup(cancel)
-	stream, err := discoveryv3.NewAggregatedDiscoveryServiceClient(conn).StreamAggregatedResources(ctx)
+	s, err := open(ctx)
 	if err != nil {
-		tb.Fatalf("StreamAggregatedResources: %v", err)
+		tb.Fatalf("%s: %v", method, err)
 	}
-	return &SotWClient{tb: tb, stream: stream}
+	return stream[Req, Resp]{tb: tb, stream: s}
 }
 
 // Send sends req as it is.
-func (c *SotWClient) Send(req *discoveryv3.DiscoveryRequest) {
+func (c *stream[Req, Resp]) Send(req *Req) {
 	c.tb.Helper()
 	if err := c.stream.Send(req); err != nil {
 		c.tb.Fatalf("Send: %v", err)
@@ -50,13 +50,26 @@ func (c *SotWClient) Send(req *discoveryv3.DiscoveryRequest) {
 }
 
 // Recv waits for the next response.
-func (c *SotWClient) Recv() *discoveryv3.DiscoveryResponse {
+func (c *stream[Req, Resp]) Recv() *Resp {
 	c.tb.Helper()
 	resp, err := c.stream.Recv()
 	if err != nil {
 		c.tb.Fatalf("Recv: %v", err)
 	}
 	return resp
+}
+
+// SotWClient is a raw State-of-the-World ADS stream
+// (StreamAggregatedResources). It sends nothing on its own: the test sends
+// each request and reads each response. The stream ends with the test.
+type SotWClient struct {
+	stream[discoveryv3.DiscoveryRequest, discoveryv3.DiscoveryResponse]
+}
+
+// NewSotW opens a State-of-the-World ADS stream on conn.
+func NewSotW(tb testing.TB, conn grpc.ClientConnInterface) *SotWClient {
+	tb.Helper()
+	return &SotWClient{openStream(tb, "StreamAggregatedResources", discoveryv3.NewAggregatedDiscoveryServiceClient(conn).StreamAggregatedResources)}
 }
 
 // Ack acknowledges resp, subscribing to names (every resource when none):
@@ -79,38 +92,13 @@ func (c *SotWClient) Subscribe(node *corev3.Node, typeURL string, names ...strin
 // DeltaClient is a raw Delta ADS stream (DeltaAggregatedResources). It
 // sends nothing on its own. The stream ends with the test.
 type DeltaClient struct {
-	tb     testing.TB
-	stream grpc.BidiStreamingClient[discoveryv3.DeltaDiscoveryRequest, discoveryv3.DeltaDiscoveryResponse]
+	stream[discoveryv3.DeltaDiscoveryRequest, discoveryv3.DeltaDiscoveryResponse]
 }
 
 // NewDelta opens a Delta ADS stream on conn.
 func NewDelta(tb testing.TB, conn grpc.ClientConnInterface) *DeltaClient {
 	tb.Helper()
-	ctx, cancel := context.WithCancel(tb.Context())
-	tb.Cleanup(cancel)
-	stream, err := discoveryv3.NewAggregatedDiscoveryServiceClient(conn).DeltaAggregatedResources(ctx)
-	if err != nil {
-		tb.Fatalf("DeltaAggregatedResources: %v", err)
-	}
-	return &DeltaClient{tb: tb, stream: stream}
-}
-
-// Send sends req as it is.
-func (c *DeltaClient) Send(req *discoveryv3.DeltaDiscoveryRequest) {
-	c.tb.Helper()
-	if err := c.stream.Send(req); err != nil {
-		c.tb.Fatalf("Send: %v", err)
-	}
-}
-
-// Recv waits for the next response.
-func (c *DeltaClient) Recv() *discoveryv3.DeltaDiscoveryResponse {
-	c.tb.Helper()
-	resp, err := c.stream.Recv()
-	if err != nil {
-		c.tb.Fatalf("Recv: %v", err)
-	}
-	return resp
+	return &DeltaClient{openStream(tb, "DeltaAggregatedResources", discoveryv3.NewAggregatedDiscoveryServiceClient(conn).DeltaAggregatedResources)}
 }
 
 // Ack acknowledges resp. A Delta ACK names only the nonce: the
