@@ -109,6 +109,35 @@ func (c candidate) addrPort() netip.AddrPort {
 	return netip.AddrPortFrom(addr, c.port)
 }
 
+// A packed key is an IPv4 candidate in one uint64, address<<32 | port<<16 |
+// a 16-bit text index. Keys order as compareCandidates orders their
+// candidates, and keys of one address:port differ only in the index, so
+// plain integer sorting and comparison stand in for the struct's.
+func packKey(c candidate, text uint32) uint64 {
+	return uint64(uint32(c.lo))<<32 | uint64(c.port)<<16 | uint64(text)
+}
+
+// unpackKey gives k back as a candidate whose text is text.
+func unpackKey(k uint64, text uint32) candidate {
+	return newCandidate4(uint32(k>>32), keyPort(k), text)
+}
+
+// keySocket is the address:port part of k.
+func keySocket(k uint64) uint64 { return k >> 16 }
+
+// keyPort is the port of k.
+func keyPort(k uint64) uint16 { return uint16(k >> 16) }
+
+// keyIndex is the text index of k.
+func keyIndex(k uint64) uint32 { return uint32(k & 0xffff) }
+
+// packable reports whether es's endpoints fit packed keys: IPv4, with every
+// endpoint index below 2^16 (every slice Kubernetes makes: it caps them at
+// 1000).
+func packable(es *source.EndpointSlice) bool {
+	return es.AddressType == "IPv4" && len(es.Endpoints) <= 1<<16
+}
+
 // compareCandidates orders by address as netip.Addr.Compare does (IPv4
 // before IPv6, then numerically), then port. Among equal address:ports the
 // first spelling met wins; slices are visited in name order, so which one
@@ -215,7 +244,7 @@ targets:
 		eps := s.endpoints[u.start:u.end:u.end]
 		if packed {
 			for j, k := range u.keys {
-				eps[j] = Endpoint{Address: u.slice.Endpoints[k&0xffff].Addresses[0], Port: uint32(uint16(k >> 16))}
+				eps[j] = Endpoint{Address: u.slice.Endpoints[keyIndex(k)].Addresses[0], Port: uint32(keyPort(k))}
 			}
 		} else {
 			for j, c := range s.candidates[u.start:u.end] {
@@ -344,15 +373,15 @@ func (s *endpointScratch) sortUnique(run []candidate, firstText uint32, texts in
 	}
 	s.keys = s.keys[:0]
 	for _, c := range run {
-		s.keys = append(s.keys, uint64(uint32(c.lo))<<32|uint64(c.port)<<16|uint64(c.text-firstText))
+		s.keys = append(s.keys, packKey(c, c.text-firstText))
 	}
 	slices.Sort(s.keys)
 	n := 0
 	for i, k := range s.keys {
-		if i > 0 && k>>16 == s.keys[i-1]>>16 {
+		if i > 0 && keySocket(k) == keySocket(s.keys[i-1]) {
 			continue
 		}
-		run[n] = newCandidate4(uint32(k>>32), uint16(k>>16), firstText+uint32(k&0xffff))
+		run[n] = unpackKey(k, firstText+keyIndex(k))
 		n++
 	}
 	return run[:n]

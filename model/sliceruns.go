@@ -29,10 +29,9 @@ type sliceEntry struct {
 // sorted by sortUnique: its candidates, whose text is the index of their
 // endpoint in the slice, and the warnings it recorded.
 //
-// An IPv4 run of a slice with at most 2^16 endpoints (every slice
-// Kubernetes makes: it caps them at 1000) is packed into one uint64 per
-// candidate, address<<32 | port<<16 | endpoint index, a third of a
-// candidate's size; any other run keeps whole candidates.
+// The run of a packable slice is kept as packed keys whose index is the
+// endpoint's, a third of a candidate's size; any other run keeps whole
+// candidates.
 type sliceRun struct {
 	portName string
 	warnings []SubCondition
@@ -101,7 +100,7 @@ func (e *sliceEntry) run(portName string) *sliceRun {
 func (b *Builder) makeSliceRun(es *source.EndpointSlice, portName string, previous *sliceEntry) sliceRun {
 	from, kept := 0, []uint64(nil)
 	if prev := previous.run(portName); prev != nil && prev.packed != nil && len(prev.warnings) == 0 &&
-		es.AddressType == previous.slice.AddressType && len(es.Endpoints) <= 1<<16 &&
+		es.AddressType == previous.slice.AddressType && packable(es) &&
 		samePorts(es.Ports, previous.slice.Ports) {
 		if from = sharedPrefix(previous.slice.Endpoints, es.Endpoints); from > 0 {
 			kept = prev.packed
@@ -118,7 +117,7 @@ func (b *Builder) makeSliceRun(es *source.EndpointSlice, portName string, previo
 	defer func() { s.candidates = s.candidates[:mark] }()
 
 	r := sliceRun{portName: portName, warnings: cond.Warnings}
-	if es.AddressType != "IPv4" || len(es.Endpoints) > 1<<16 {
+	if !packable(es) {
 		if len(sorted) > 0 {
 			r.general = append([]candidate(nil), sorted...)
 		}
@@ -131,21 +130,21 @@ func (b *Builder) makeSliceRun(es *source.EndpointSlice, portName string, previo
 	merged := s.keys[:0]
 	i := 0
 	push := func(k uint64) {
-		if n := len(merged); n == 0 || merged[n-1]>>16 != k>>16 {
+		if n := len(merged); n == 0 || keySocket(merged[n-1]) != keySocket(k) {
 			merged = append(merged, k)
 		}
 	}
 	for _, cand := range sorted {
-		k := packCandidate4(cand)
+		k := packKey(cand, cand.text)
 		for ; i < len(kept) && kept[i] < k; i++ {
-			if int(kept[i]&0xffff) < from {
+			if int(keyIndex(kept[i])) < from {
 				push(kept[i])
 			}
 		}
 		push(k)
 	}
 	for ; i < len(kept); i++ {
-		if int(kept[i]&0xffff) < from {
+		if int(keyIndex(kept[i])) < from {
 			push(kept[i])
 		}
 	}
@@ -154,12 +153,6 @@ func (b *Builder) makeSliceRun(es *source.EndpointSlice, portName string, previo
 		r.packed = slices.Clone(merged)
 	}
 	return r
-}
-
-// packCandidate4 packs an IPv4 candidate whose text is an endpoint index
-// below 2^16 (see sliceRun).
-func packCandidate4(c candidate) uint64 {
-	return uint64(uint32(c.lo))<<32 | uint64(c.port)<<16 | uint64(c.text)
 }
 
 // sharedPrefix counts the endpoints at the start of a and b that translate
@@ -219,7 +212,7 @@ func (b *Builder) packedTargets(namespace string) bool {
 		switch slices := b.index.EndpointSlices(source.NamespacedName{Namespace: namespace, Name: u.service.Name}); len(slices) {
 		case 0:
 		case 1:
-			if slices[0].AddressType != "IPv4" || len(slices[0].Endpoints) > 1<<16 {
+			if !packable(slices[0]) {
 				return false
 			}
 		default:
@@ -250,10 +243,10 @@ func (b *Builder) collectPackedEndpoints(namespace string, u *uniqueTarget, i, c
 		prev, j := earlier.keys, 0
 		var kept []uint64
 		for n, k := range run {
-			for j < len(prev) && prev[j]>>16 < k>>16 {
+			for j < len(prev) && keySocket(prev[j]) < keySocket(k) {
 				j++
 			}
-			if j < len(prev) && prev[j]>>16 == k>>16 {
+			if j < len(prev) && keySocket(prev[j]) == keySocket(k) {
 				if kept == nil {
 					kept = append(make([]uint64, 0, len(run)), run[:n]...)
 				}
@@ -272,7 +265,7 @@ func (b *Builder) collectPackedEndpoints(namespace string, u *uniqueTarget, i, c
 		}
 	}
 	if dropped > 0 {
-		warnDuplicateEndpoints(cond, namespace, u, dropped, newCandidate4(uint32(firstDropped>>32), uint16(firstDropped>>16), 0).addrPort())
+		warnDuplicateEndpoints(cond, namespace, u, dropped, unpackKey(firstDropped, 0).addrPort())
 	}
 	u.keys, u.slice = run, slices[0]
 	u.end = count + len(run)
@@ -284,7 +277,7 @@ func (b *Builder) collectPackedEndpoints(namespace string, u *uniqueTarget, i, c
 // own text, and reports whether there were any.
 func (r *sliceRun) appendTo(s *endpointScratch, es *source.EndpointSlice) bool {
 	for _, k := range r.packed {
-		s.appendFromSlice(es, newCandidate4(uint32(k>>32), uint16(k>>16), uint32(k&0xffff)))
+		s.appendFromSlice(es, unpackKey(k, keyIndex(k)))
 	}
 	for _, c := range r.general {
 		s.appendFromSlice(es, c)

@@ -73,7 +73,7 @@ func runServe(ctx context.Context, args []string, std stdio) int {
 		return 1
 	}
 	defer metricsEndpoint.stop(logger) // last, so /readyz says 503 throughout the drain
-	xdsFlags.credentials = security.xdsCredentials()
+	xdsFlags.credentials = security.xds
 	xdsEndpoint, err := xdsFlags.listen(logger, metricsEndpoint.Metrics())
 	if err != nil {
 		_ = lis.Close()
@@ -94,7 +94,7 @@ func runServe(ctx context.Context, args []string, std stdio) int {
 		Metrics:        metricsEndpoint.Metrics(),
 		Health:         healthServer,
 		XDS:            xdsEndpoint.Publisher(),
-		Credentials:    security.grpcCredentials(),
+		Credentials:    security.grpc,
 		// Limits against abuse (serve_limits.go).
 		MaxConcurrentStreams: limits.concurrentStreams,
 		MaxSessions:          limits.sessions,

@@ -38,10 +38,10 @@ func registerTLSFlags(fs *flag.FlagSet) *tlsFlags {
 	return f
 }
 
-// serveTLS is the TLS of a running serve: nil when serving plaintext, which
-// every method allows.
+// serveTLS is the TLS of a running serve: zero when serving plaintext.
 type serveTLS struct {
-	// grpc and xds secure the two ports, each with its allowlist.
+	// grpc and xds secure the two ports, each with its allowlist; nil
+	// (plaintext) without TLS.
 	grpc, xds credentials.TransportCredentials
 	stop      context.CancelFunc
 	stopped   chan struct{}
@@ -62,7 +62,7 @@ func (f *tlsFlags) start(logger *slog.Logger, servesXDS bool) (*serveTLS, error)
 	case f.certFile == "" && (f.keyFile != "" || f.clientCAFile != "" || sans != nil || xdsSANs != nil):
 		return nil, tlsUsageError("--tls-key-file, --tls-client-ca-file, --tls-allowed-client-sans and --xds-tls-allowed-client-sans need --tls-cert-file")
 	case f.certFile == "":
-		return nil, nil
+		return &serveTLS{}, nil
 	case f.keyFile == "":
 		return nil, tlsUsageError("--tls-cert-file needs --tls-key-file")
 	case xdsSANs != nil && !servesXDS:
@@ -115,22 +115,6 @@ func tlsFailure(err error, logger *slog.Logger, std stdio) int {
 	return 1
 }
 
-// grpcCredentials and xdsCredentials secure the two ports; nil (plaintext)
-// without TLS.
-func (t *serveTLS) grpcCredentials() credentials.TransportCredentials {
-	if t == nil {
-		return nil
-	}
-	return t.grpc
-}
-
-func (t *serveTLS) xdsCredentials() credentials.TransportCredentials {
-	if t == nil {
-		return nil
-	}
-	return t.xds
-}
-
 // splitSANs splits a comma-separated flag value; nil when it is empty.
 func splitSANs(flag string) []string {
 	if flag == "" {
@@ -145,7 +129,7 @@ func splitSANs(flag string) []string {
 
 // close stops following the files.
 func (t *serveTLS) close() {
-	if t == nil {
+	if t.stop == nil {
 		return
 	}
 	t.stop()
