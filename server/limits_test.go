@@ -3,7 +3,10 @@ package server
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"net"
+	"regexp"
+	"strings"
 	"testing"
 	"time"
 
@@ -16,6 +19,7 @@ import (
 	"google.golang.org/protobuf/testing/protocmp"
 
 	tributaryv1 "github.com/tributary-dev/tributary/gen/go/tributary/v1"
+	"github.com/tributary-dev/tributary/internal/testproc"
 	"github.com/tributary-dev/tributary/session"
 	"github.com/tributary-dev/tributary/source"
 )
@@ -217,23 +221,37 @@ func TestMaxConcurrentStreams(t *testing.T) {
 }
 
 // TestSyncMessageSizeLimit: a Sync message over MaxRecvMsgSize ends its
-// stream with ResourceExhausted; other sessions go on.
+// stream with ResourceExhausted, and the call log says so; other sessions
+// go on.
 func TestSyncMessageSizeLimit(t *testing.T) {
-	opts := quietOptions()
-	opts.MaxRecvMsgSize = 1024
+	var log testproc.Buffer
+	opts := Options{Logger: slog.New(slog.NewTextHandler(&log, nil)), MaxRecvMsgSize: 1024}
 	conn := dialBufconn(t, NewGRPCServer(opts))
 	bystander := started(t, conn)
 
-	c := openSync(t.Context(), t, conn, nil)
 	big := batch(1, slice("a", make([]string, 100)...))
 	for i, e := range big.GetUpserts()[0].GetEndpointSlice().GetEndpoints() {
 		e.Addresses = []string{fmt.Sprintf("10.0.0.%d", i+1)}
 	}
 	size := proto.Size(&tributaryv1.SyncRequest{Message: &tributaryv1.SyncRequest_Batch{Batch: big}})
-	c.send(big)
-	err := c.end()
-	if want := fmt.Sprintf("grpc: received message larger than max (%d vs. 1024)", size); status.Code(err) != codes.ResourceExhausted || status.Convert(err).Message() != want {
-		t.Errorf("oversized batch: %v, want ResourceExhausted: %s", err, want)
+	want := fmt.Sprintf("grpc: received message larger than max (%d vs. 1024)", size)
+	// gRPC ends the stream itself the moment Recv fails, racing the
+	// handler's own end: repeat to give a wrong log line its chance.
+	const calls = 20
+	for range calls {
+		c := openSync(t.Context(), t, conn, nil)
+		c.send(big)
+		if err := c.end(); status.Code(err) != codes.ResourceExhausted || status.Convert(err).Message() != want {
+			t.Fatalf("oversized batch: %v, want ResourceExhausted: %s", err, want)
+		}
+	}
+	logged := regexp.MustCompile(`level=WARN msg="finished call" .*grpc.method=Sync .*grpc.code=ResourceExhausted grpc.error="rpc error: code = ResourceExhausted desc = ` + regexp.QuoteMeta(want) + `"`)
+	deadline := time.Now().Add(5 * time.Second)
+	for strings.Count(log.String(), "finished call") < calls && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond) // the handler ends after the client has its answer
+	}
+	if got := log.String(); len(logged.FindAllString(got, -1)) != calls {
+		t.Errorf("want %d calls logged as ended by ResourceExhausted; log:\n%s", calls, got)
 	}
 
 	bystander.send(batch(2, service("b")))

@@ -31,6 +31,9 @@ import (
 //     batch, likewise after the earlier deltas;
 //   - with OK once the client half-closes and every delta has been sent
 //     (a client that half-closes before its SyncStart gets OK and nothing);
+//   - with gRPC's own error when a message is over the size limit
+//     (ResourceExhausted) or cannot be decoded (Internal), after the deltas
+//     owed: gRPC answers the client itself, and the call log gets the same;
 //   - with the stream's error when the client cancels or goes away;
 //   - with Unavailable when the server starts draining (Options.Draining),
 //     once the answers to the batches applied so far have been sent.
@@ -175,10 +178,12 @@ type syncCall struct {
 	// xds holds the call's xDS publication and the NACKs to send (see
 	// sync_xds.go).
 	xds syncXDS
-	// received is set when the receiver has stopped; end is then nil (the
-	// client half-closed) or the error that ends the stream.
-	received bool
-	end      error
+	// receiving is set while the receiver waits in Recv, until it stops or
+	// Recv returns a message. received is set when the receiver has
+	// stopped; end is then nil (the client half-closed) or the error that
+	// ends the stream.
+	receiving, received bool
+	end                 error
 	// panicked holds a panic of the receiver, with its stack, for the
 	// handler's goroutine to raise again: the recovery interceptor then logs
 	// it and answers Internal, instead of the process crashing.
@@ -201,7 +206,7 @@ func (s *syncCall) receive() {
 		p := recover()
 		s.mu.Lock()
 		defer s.mu.Unlock()
-		s.received, s.end = true, end
+		s.received, s.receiving, s.end = true, false, end
 		if p != nil {
 			s.panicked = fmt.Sprintf("%v\n\nin the goroutine receiving Sync batches:\n%s", p, debug.Stack())
 		}
@@ -214,7 +219,7 @@ func (s *syncCall) receive() {
 // stream ends.
 func (s *syncCall) receiveBatches() error {
 	for {
-		req, err := s.stream.Recv()
+		req, err := s.recv()
 		if errors.Is(err, io.EOF) {
 			return nil
 		}
@@ -232,6 +237,21 @@ func (s *syncCall) receiveBatches() error {
 			return status.Error(codes.InvalidArgument, "a SyncRequest must hold a start or a batch")
 		}
 	}
+}
+
+// recv receives the next message. While it waits, s.receiving is set; it
+// stays set when Recv fails, until receive records why the stream ended.
+func (s *syncCall) recv() (*tributaryv1.SyncRequest, error) {
+	s.mu.Lock()
+	s.receiving = true
+	s.mu.Unlock()
+	req, err := s.stream.Recv()
+	if err == nil {
+		s.mu.Lock()
+		s.receiving = false
+		s.mu.Unlock()
+	}
+	return req, err
 }
 
 // apply applies one batch and puts its delta into the outbox, or, when the
@@ -299,7 +319,19 @@ func (s *syncCall) send(ctx context.Context) error {
 			s.mu.Unlock()
 			panic(p)
 		case s.over:
+			// When Recv fails on a message (over the size limit, or not
+			// decodable), gRPC answers the client and ends the call before
+			// Recv returns: the receiver's error, not the context's, says
+			// why the call ended. A Recv returns at once once the call is
+			// over, so this wait is short; Apply is not waited for.
+			for s.receiving {
+				s.changed.Wait()
+			}
+			end := s.end
 			s.mu.Unlock()
+			if end != nil {
+				return end
+			}
 			return status.FromContextError(ctx.Err()).Err()
 		case s.applied > s.answered:
 			// Deltas first: while a rejection waits, nothing more is applied,
