@@ -71,6 +71,13 @@ type AdapterOptions struct {
 // ExtensionService, Service, EndpointSlice, Secret and
 // TLSCertificateDelegation informers; objects of other kinds are ignored.
 //
+// The informers list the whole cluster, but of the Services,
+// EndpointSlices and Secrets the session gets only those an
+// ExtensionService names (a target Service, its EndpointSlices, a CA
+// Secret) and the Secret of the clientCertificate setting; the rest waits
+// in the Adapter until an ExtensionService names it. The output is the same
+// as if everything were sent, since translation reads nothing else.
+//
 // Nothing is sent before the first Flush: call it once every informer has
 // synced, so the first batch holds the complete initial list and no status
 // is ever written from a partial view (an ExtensionService whose Service has
@@ -119,8 +126,9 @@ type syncTarget interface {
 // Adapter feeding it. The session lives until ctx ends or Close is called.
 func NewAdapter(ctx context.Context, c *client.Client, settings *Config, opts AdapterOptions) *Adapter {
 	a := newAdapter(ctx, opts)
-	a.session = c.Sync(ctx, Settings(settings), a.syncOptions(opts)...)
-	a.target = a.session
+	syncSettings := Settings(settings)
+	a.session = c.Sync(ctx, syncSettings, a.syncOptions(opts)...)
+	a.target = newReferencedOnly(a.session, syncSettings)
 	return a
 }
 

@@ -47,6 +47,7 @@ import (
 	tributaryv1 "github.com/tributary-dev/tributary/gen/go/tributary/v1"
 	"github.com/tributary-dev/tributary/internal/grpctest"
 	"github.com/tributary-dev/tributary/internal/testproc"
+	"github.com/tributary-dev/tributary/metrics"
 	"github.com/tributary-dev/tributary/server"
 )
 
@@ -656,7 +657,7 @@ func TestAdapterFlushesByItself(t *testing.T) {
 		t.Errorf("%d endpoints, want 2", got)
 	}
 
-	a.OnAdd(&core_v1.Service{ObjectMeta: meta_v1.ObjectMeta{Namespace: "auth"}}, false)
+	a.OnAdd(&contour_v1alpha1.ExtensionService{ObjectMeta: meta_v1.ObjectMeta{Namespace: "auth"}}, false)
 	select {
 	case err := <-flushErrs:
 		var rejected *client.BatchRejectedError
@@ -675,4 +676,93 @@ func TestAdapterFlushesByItself(t *testing.T) {
 	}, sink.awaitCalls(t, 3)); d != "" {
 		t.Errorf("after the ExtensionService's tombstone (-want +got):\n%s", d)
 	}
+}
+
+// TestAdapterSendsOnlyNamedObjects: of the cluster's Services,
+// EndpointSlices and Secrets, the server's session holds only those an
+// ExtensionService names, as the names change, and none once the
+// ExtensionService is gone. An EndpointSlice without a service-name label,
+// which the server would refuse, never reaches it.
+func TestAdapterSendsOnlyNamedObjects(t *testing.T) {
+	m := metrics.New()
+	conn := grpctest.Bufconn(t, server.NewGRPCServer(server.Options{Logger: slog.New(slog.DiscardHandler), Metrics: m}))
+	sink := newCaches()
+	a := contour.NewAdapter(t.Context(), client.New(conn), nil, contour.AdapterOptions{
+		Clusters: sink, Endpoints: sink, Statuses: sink,
+		Debounce:    -1,
+		SyncOptions: []client.SyncOption{client.WithLogger(slog.New(slog.DiscardHandler))},
+	})
+	defer a.Close()
+	step := func(when string, want map[string]float64) {
+		t.Helper()
+		if err := a.Flush(t.Context()); err != nil {
+			t.Fatalf("%s: Flush: %v", when, err)
+		}
+		if d := cmp.Diff(want, sessionObjects(t, m)); d != "" {
+			t.Errorf("%s: objects the server holds (-want +got):\n%s", when, d)
+		}
+	}
+	held := func(es, services, slices, secrets float64) map[string]float64 {
+		return map[string]float64{"ExtensionService": es, "Service": services, "EndpointSlice": slices, "Secret": secrets, "TLSCertificateDelegation": 0}
+	}
+
+	es := extAuthz(1, 1, 0)
+	es.Spec.Services = es.Spec.Services[:1] // authz-stable
+	unlabelled := endpointSlice("manual", "")
+	delete(unlabelled.Labels, discovery_v1.LabelServiceName)
+	webTLS := caSecret(newCA(t, "web"))
+	webTLS.Name = "web-tls"
+	for _, obj := range []runtime.Object{
+		es,
+		authzService("authz-stable"), authzService("web"),
+		endpointSlice("authz-stable-1", "authz-stable", pod{ip: "10.244.1.17", ready: true}),
+		endpointSlice("web-1", "web", pod{ip: "10.244.2.9", ready: true}),
+		unlabelled,
+		caSecret(newCA(t, "authz")), webTLS,
+	} {
+		a.OnAdd(obj, true)
+	}
+	step("initial list", held(1, 1, 1, 1))
+
+	both := extAuthz(2, 1, 0)
+	both.Spec.Services = []contour_v1alpha1.ExtensionServiceTarget{{Name: "authz-stable", Port: 9001, Weight: 3}, {Name: "web", Port: 9001, Weight: 1}}
+	a.OnUpdate(es, both)
+	step("web named too", held(1, 2, 2, 1))
+	want := wantCLA(locality{"authz-stable", 3, []string{"10.244.1.17"}}, locality{"web", 1, []string{"10.244.2.9"}})
+	if d := cmp.Diff(want, sink.state().clas[clusterName], protocmp.Transform()); d != "" {
+		t.Errorf("ClusterLoadAssignment with web named (-want +got):\n%s", d)
+	}
+
+	webOnly := extAuthz(3, 1, 0)
+	webOnly.Spec.Services = []contour_v1alpha1.ExtensionServiceTarget{{Name: "web", Port: 9001}}
+	webOnly.Spec.UpstreamValidation = nil
+	webOnly.Spec.Protocol = new("h2c")
+	a.OnUpdate(both, webOnly)
+	step("only web named, and no CA", held(1, 1, 1, 0))
+
+	a.OnDelete(webOnly)
+	step("ExtensionService deleted", held(0, 0, 0, 0))
+}
+
+// sessionObjects reads tributary_sync_session_objects by kind.
+func sessionObjects(t *testing.T, m *metrics.Metrics) map[string]float64 {
+	t.Helper()
+	families, err := m.Registry().Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]float64{}
+	for _, f := range families {
+		if f.GetName() != "tributary_sync_session_objects" {
+			continue
+		}
+		for _, s := range f.GetMetric() {
+			for _, l := range s.GetLabel() {
+				if l.GetName() == "kind" {
+					out[l.GetValue()] = s.GetGauge().GetValue()
+				}
+			}
+		}
+	}
+	return out
 }

@@ -184,7 +184,7 @@ func NewReplicatedAdapter(ctx context.Context, settings *Config, opts ReplicaOpt
 			}
 		}
 	}
-	a.target = rs
+	a.target = newReferencedOnly(rs, rs.settings)
 	rs.wg.Go(rs.resolveLoop)
 	return &ReplicatedAdapter{adapter: a, set: rs}, nil
 }

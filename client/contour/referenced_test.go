@@ -1,0 +1,215 @@
+package contour
+
+import (
+	"cmp"
+	"context"
+	"fmt"
+	"maps"
+	"math/rand/v2"
+	"slices"
+	"strings"
+	"testing"
+
+	tributaryv1 "github.com/tributary-dev/tributary/gen/go/tributary/v1"
+	"github.com/tributary-dev/tributary/model"
+	"github.com/tributary-dev/tributary/source"
+)
+
+// recordingTarget holds what a referencedOnly passed on, as a session's
+// desired set would, and fails the test on a delete of something it does
+// not hold: referencedOnly deletes only what it passed on.
+type recordingTarget struct {
+	t       *testing.T
+	objects map[objectKey]*tributaryv1.KubernetesObject
+}
+
+func (r *recordingTarget) Upsert(objs ...*tributaryv1.KubernetesObject) {
+	for _, obj := range objs {
+		r.objects[keyOf(obj)] = obj
+	}
+}
+
+func (r *recordingTarget) Delete(refs ...*tributaryv1.ObjectReference) {
+	for _, ref := range refs {
+		key := objectKey{kind: ref.GetKind(), namespace: ref.GetNamespace(), name: ref.GetName()}
+		if r.objects[key] == nil && isFiltered(key.kind) {
+			r.t.Errorf("deleted %v, which was never passed on", key)
+		}
+		delete(r.objects, key)
+	}
+}
+
+func (r *recordingTarget) Flush(context.Context) error { return nil }
+func (r *recordingTarget) Close()                      {}
+
+func isFiltered(kind tributaryv1.ObjectKind) bool {
+	switch kind {
+	case tributaryv1.ObjectKind_OBJECT_KIND_SERVICE, tributaryv1.ObjectKind_OBJECT_KIND_ENDPOINT_SLICE, tributaryv1.ObjectKind_OBJECT_KIND_SECRET:
+		return true
+	}
+	return false
+}
+
+// history plays informer events chosen by ops on a referencedOnly over a
+// few namespaces, Services, EndpointSlices (some relabelled, some without
+// the label), Secrets and ExtensionServices (targets and CA Secrets in
+// either form, duplicates and empty names included). After every event,
+// what was passed on must be exactly what the informers hold (informer)
+// minus the Services, EndpointSlices and Secrets that nothing names, worked
+// out afresh.
+func history(t *testing.T, ops []byte) {
+	const clientCertificate = "ns0/name1"
+	target := &recordingTarget{t: t, objects: map[objectKey]*tributaryv1.KubernetesObject{}}
+	r := newReferencedOnly(target, &tributaryv1.Settings{ClientCertificate: clientCertificate})
+	informer := map[objectKey]*tributaryv1.KubernetesObject{}
+	meta := func(ns, name byte, labels map[string]string) *tributaryv1.ObjectMeta {
+		return &tributaryv1.ObjectMeta{Namespace: fmt.Sprintf("ns%d", ns%2), Name: name2(name), Labels: labels}
+	}
+	for i := 0; i+3 < len(ops); i += 4 {
+		op, ns, a, b := ops[i], ops[i+1], ops[i+2], ops[i+3]
+		var obj *tributaryv1.KubernetesObject
+		switch op % 6 {
+		case 0:
+			obj = &tributaryv1.KubernetesObject{Kind: &tributaryv1.KubernetesObject_Service{Service: &tributaryv1.Service{Metadata: meta(ns, a, nil)}}}
+		case 1:
+			var labels map[string]string
+			if b%5 != 0 {
+				labels = map[string]string{source.ServiceNameLabel: name2(b)}
+			}
+			obj = &tributaryv1.KubernetesObject{Kind: &tributaryv1.KubernetesObject_EndpointSlice{EndpointSlice: &tributaryv1.EndpointSlice{Metadata: meta(ns, a, labels)}}}
+		case 2:
+			obj = &tributaryv1.KubernetesObject{Kind: &tributaryv1.KubernetesObject_Secret{Secret: &tributaryv1.Secret{Metadata: meta(ns, a, nil)}}}
+		case 3:
+			spec := &tributaryv1.ExtensionServiceSpec{}
+			for j := range int(b % 4) {
+				name := name2(a + byte(j)*(b/4))
+				if (a+byte(j))%7 == 6 {
+					name = "" // invalid, and must not name the slices without a label
+				}
+				spec.Services = append(spec.Services, &tributaryv1.ExtensionServiceTarget{Name: name})
+			}
+			switch b % 5 {
+			case 1:
+				spec.Validation = &tributaryv1.UpstreamValidation{CaSecret: name2(a)}
+			case 2:
+				spec.Validation = &tributaryv1.UpstreamValidation{CaSecret: fmt.Sprintf("ns%d/%s", (ns+1)%2, name2(a))}
+			case 3:
+				spec.Validation = &tributaryv1.UpstreamValidation{CaSecret: fmt.Sprintf("ns%d/", ns%2)}
+			}
+			obj = &tributaryv1.KubernetesObject{Kind: &tributaryv1.KubernetesObject_ExtensionService{ExtensionService: &tributaryv1.ExtensionService{Metadata: meta(ns, a/4, nil), Spec: spec}}}
+		case 4:
+			obj = &tributaryv1.KubernetesObject{Kind: &tributaryv1.KubernetesObject_TlsCertificateDelegation{TlsCertificateDelegation: &tributaryv1.TLSCertificateDelegation{Metadata: meta(ns, a, nil)}}}
+		case 5:
+			// Delete one of the objects held, or of one never seen.
+			keys := slices.SortedFunc(maps.Keys(informer), compareKeys)
+			ref := &tributaryv1.ObjectReference{Kind: tributaryv1.ObjectKind(1 + b%5), Namespace: "ns1", Name: "never"}
+			if len(keys) > 0 && a%8 != 0 {
+				k := keys[int(a)%len(keys)]
+				ref = &tributaryv1.ObjectReference{Kind: k.kind, Namespace: k.namespace, Name: k.name}
+			}
+			delete(informer, objectKey{kind: ref.GetKind(), namespace: ref.GetNamespace(), name: ref.GetName()})
+			r.Delete(ref)
+		}
+		if obj != nil {
+			informer[keyOf(obj)] = obj
+			r.Upsert(obj)
+		}
+		want := referencedSubset(informer, clientCertificate)
+		if !maps.Equal(target.objects, want) {
+			t.Fatalf("after event %d (%v): passed on %v, want %v", i/4, ops[i:i+4], sortedKeys(target.objects), sortedKeys(want))
+		}
+	}
+}
+
+// name2 gives one of three names, so objects collide often.
+func name2(b byte) string { return fmt.Sprintf("name%d", b%3) }
+
+// referencedSubset is what referencedOnly must have passed on when the
+// informers hold objects: worked out from scratch, without its counts.
+func referencedSubset(objects map[objectKey]*tributaryv1.KubernetesObject, clientCertificate string) map[objectKey]*tributaryv1.KubernetesObject {
+	services := map[source.NamespacedName]bool{}
+	secrets := map[source.NamespacedName]bool{}
+	if ns, name, ok := strings.Cut(clientCertificate, "/"); ok {
+		secrets[source.NamespacedName{Namespace: ns, Name: name}] = true
+	}
+	for _, obj := range objects {
+		es := obj.GetExtensionService()
+		if es == nil {
+			continue
+		}
+		for _, target := range es.GetSpec().GetServices() {
+			services[source.NamespacedName{Namespace: es.GetMetadata().GetNamespace(), Name: target.GetName()}] = true
+		}
+		if ca := es.GetSpec().GetValidation().GetCaSecret(); ca != "" {
+			secrets[model.CASecretName(ca, es.GetMetadata().GetNamespace())] = true
+		}
+	}
+	want := map[objectKey]*tributaryv1.KubernetesObject{}
+	for key, obj := range objects {
+		named := source.NamespacedName{Namespace: key.namespace, Name: key.name}
+		switch key.kind {
+		case tributaryv1.ObjectKind_OBJECT_KIND_SERVICE:
+			if !services[named] {
+				continue
+			}
+		case tributaryv1.ObjectKind_OBJECT_KIND_ENDPOINT_SLICE:
+			label, ok := obj.GetEndpointSlice().GetMetadata().GetLabels()[source.ServiceNameLabel]
+			if !ok || !services[source.NamespacedName{Namespace: key.namespace, Name: label}] {
+				continue
+			}
+		case tributaryv1.ObjectKind_OBJECT_KIND_SECRET:
+			if !secrets[named] {
+				continue
+			}
+		}
+		want[key] = obj
+	}
+	return want
+}
+
+func compareKeys(a, b objectKey) int {
+	return cmp.Or(cmp.Compare(a.kind, b.kind), strings.Compare(a.namespace, b.namespace), strings.Compare(a.name, b.name))
+}
+
+func sortedKeys(m map[objectKey]*tributaryv1.KubernetesObject) []string {
+	var out []string
+	for k := range m {
+		out = append(out, fmt.Sprintf("%v %s/%s", k.kind, k.namespace, k.name))
+	}
+	slices.Sort(out)
+	return out
+}
+
+// TestReferencedOnlyRandomHistories plays 300 random histories of 200
+// events each (see history).
+func TestReferencedOnlyRandomHistories(t *testing.T) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	for range 300 {
+		ops := make([]byte, 800)
+		for i := range ops {
+			ops[i] = byte(rng.Uint32())
+		}
+		history(t, ops)
+		if t.Failed() {
+			return
+		}
+	}
+}
+
+func FuzzReferencedOnly(f *testing.F) {
+	// An ExtensionService naming a Service and a CA Secret, their objects
+	// arriving after it; then the ExtensionService renamed away, and back.
+	f.Add([]byte{3, 0, 0, 5, 0, 0, 0, 0, 1, 0, 9, 1, 2, 0, 0, 0, 3, 0, 1, 5, 3, 0, 0, 5})
+	// Objects first, the ExtensionService last, then deleted.
+	f.Add([]byte{0, 1, 1, 0, 1, 1, 2, 1, 2, 1, 1, 0, 3, 1, 4, 6, 5, 1, 1, 3})
+	// A slice relabelled between Services, and one without the label.
+	f.Add([]byte{3, 0, 0, 5, 1, 0, 0, 1, 1, 0, 0, 2, 1, 0, 0, 0, 1, 0, 0, 1})
+	// The clientCertificate Secret, named by no ExtensionService, then by one.
+	f.Add([]byte{2, 0, 1, 0, 3, 0, 4, 1, 3, 0, 4, 0, 5, 0, 1, 2})
+	f.Fuzz(func(t *testing.T, ops []byte) {
+		if len(ops) > 4000 {
+			return
+		}
+		history(t, ops)
+	})
+}
