@@ -74,9 +74,11 @@ type AdapterOptions struct {
 // The informers list the whole cluster, but of the Services,
 // EndpointSlices and Secrets the session gets only those an
 // ExtensionService names (a target Service, its EndpointSlices, a CA
-// Secret) and the Secret of the clientCertificate setting; the rest waits
-// in the Adapter until an ExtensionService names it. The output is the same
-// as if everything were sent, since translation reads nothing else.
+// Secret) or has named since the Adapter was made, and the Secret of the
+// clientCertificate setting; the rest waits in the Adapter until an
+// ExtensionService names it. The output is the same as if everything were
+// sent, since translation reads nothing else, and stays so across a
+// rejected batch.
 //
 // Nothing is sent before the first Flush: call it once every informer has
 // synced, so the first batch holds the complete initial list and no status

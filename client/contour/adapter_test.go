@@ -680,9 +680,9 @@ func TestAdapterFlushesByItself(t *testing.T) {
 
 // TestAdapterSendsOnlyNamedObjects: of the cluster's Services,
 // EndpointSlices and Secrets, the server's session holds only those an
-// ExtensionService names, as the names change, and none once the
-// ExtensionService is gone. An EndpointSlice without a service-name label,
-// which the server would refuse, never reaches it.
+// ExtensionService names or has named, until they are deleted. An
+// EndpointSlice without a service-name label, which the server would
+// refuse, never reaches it.
 func TestAdapterSendsOnlyNamedObjects(t *testing.T) {
 	m := metrics.New()
 	conn := grpctest.Bufconn(t, server.NewGRPCServer(server.Options{Logger: slog.New(slog.DiscardHandler), Metrics: m}))
@@ -738,10 +738,15 @@ func TestAdapterSendsOnlyNamedObjects(t *testing.T) {
 	webOnly.Spec.UpstreamValidation = nil
 	webOnly.Spec.Protocol = new("h2c")
 	a.OnUpdate(both, webOnly)
-	step("only web named, and no CA", held(1, 1, 1, 0))
+	step("only web named, and no CA", held(1, 2, 2, 1))
 
 	a.OnDelete(webOnly)
-	step("ExtensionService deleted", held(0, 0, 0, 0))
+	step("ExtensionService deleted", held(0, 2, 2, 1))
+
+	a.OnDelete(authzService("authz-stable"))
+	a.OnDelete(endpointSlice("authz-stable-1", "authz-stable"))
+	a.OnDelete(webTLS)
+	step("a Service once named, its slice, and a Secret never named deleted", held(0, 1, 1, 1))
 }
 
 // sessionObjects reads tributary_sync_session_objects by kind.
@@ -765,4 +770,68 @@ func sessionObjects(t *testing.T, m *metrics.Metrics) map[string]float64 {
 		}
 	}
 	return out
+}
+
+// TestAdapterAfterRejectedBatch: when the batch that retargets an
+// ExtensionService is refused (here for a Service the server finds
+// malformed), the session keeps the ExtensionService as it was, and the
+// Services it still targets go on getting their endpoint changes; once the
+// Service is repaired and the ExtensionService changes again, the objects
+// the refused batch carried are sent again.
+func TestAdapterAfterRejectedBatch(t *testing.T) {
+	conn := dial(t)
+	sink := newCaches()
+	a := contour.NewAdapter(t.Context(), client.New(conn), nil, contour.AdapterOptions{
+		Clusters: sink, Endpoints: sink, Statuses: sink,
+		Debounce:    -1,
+		SyncOptions: []client.SyncOption{client.WithLogger(slog.New(slog.DiscardHandler))},
+	})
+	defer a.Close()
+	h2c := func(generation int64, target string) *contour_v1alpha1.ExtensionService {
+		es := extAuthz(generation, 1, 0)
+		es.Spec.Services = []contour_v1alpha1.ExtensionServiceTarget{{Name: target, Port: 9001}}
+		es.Spec.UpstreamValidation = nil
+		es.Spec.Protocol = new("h2c")
+		return es
+	}
+	endpoints := func(when, service string, ips ...string) {
+		t.Helper()
+		if d := cmp.Diff(wantCLA(locality{service, 1, ips}), sink.state().clas[clusterName], protocmp.Transform()); d != "" {
+			t.Errorf("%s: ClusterLoadAssignment (-want +got):\n%s", when, d)
+		}
+	}
+
+	stable := endpointSlice("authz-stable-1", "authz-stable", pod{ip: "10.244.1.17", ready: true})
+	broken := authzService("web")
+	broken.Spec.Ports[0].Port = 0
+	for _, obj := range []runtime.Object{
+		h2c(1, "authz-stable"), authzService("authz-stable"), stable,
+		broken, endpointSlice("web-1", "web", pod{ip: "10.244.2.9", ready: true}),
+	} {
+		a.OnAdd(obj, true)
+	}
+	if err := a.Flush(t.Context()); err != nil {
+		t.Fatalf("initial list: %v", err)
+	}
+	endpoints("initial list", "authz-stable", "10.244.1.17")
+
+	a.OnUpdate(h2c(1, "authz-stable"), h2c(2, "web"))
+	var rejected *client.BatchRejectedError
+	if err := a.Flush(t.Context()); !errors.As(err, &rejected) || !strings.Contains(rejected.Message, "spec.ports[0].port") {
+		t.Fatalf("retarget to the malformed Service: %v, want a rejected batch naming spec.ports[0].port", err)
+	}
+
+	moved := endpointSlice("authz-stable-1", "authz-stable", pod{ip: "10.244.1.18", ready: true})
+	a.OnUpdate(stable, moved)
+	if err := a.Flush(t.Context()); err != nil {
+		t.Fatalf("endpoint change after the rejection: %v", err)
+	}
+	endpoints("endpoint change after the rejection", "authz-stable", "10.244.1.18")
+
+	a.OnUpdate(broken, authzService("web"))
+	a.OnUpdate(h2c(2, "web"), h2c(3, "web"))
+	if err := a.Flush(t.Context()); err != nil {
+		t.Fatalf("retarget again after the repair: %v", err)
+	}
+	endpoints("retarget again after the repair", "web", "10.244.2.9")
 }

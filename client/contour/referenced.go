@@ -2,7 +2,6 @@ package contour
 
 import (
 	"context"
-	"slices"
 	"strings"
 	"sync"
 
@@ -15,7 +14,7 @@ import (
 // referencedOnly is the syncTarget in front of an Adapter's session (or its
 // replica sessions). It passes on every ExtensionService and
 // TLSCertificateDelegation, and of the Services, EndpointSlices and Secrets
-// only those translation reads:
+// only those translation may read:
 //   - a Service that an ExtensionService in its namespace targets;
 //   - an EndpointSlice whose kubernetes.io/service-name label names such a
 //     Service;
@@ -23,25 +22,33 @@ import (
 //     caSecret), or that the clientCertificate setting names.
 //
 // The rest is held here, and passed on when an ExtensionService comes to
-// name it; when no ExtensionService names an object any more, it is deleted
-// from the session again.
+// name it.
 //
 // Contour's informers list every Service, EndpointSlice and Secret in the
 // cluster, and few of them back an ExtensionService. Sent as they are, a
 // session would hold the whole cluster's endpoints, its first batch could
 // outgrow the server's message and batch limits, and an object translation
 // never reads (an EndpointSlice without a service-name label, which the
-// server refuses) could get every batch rejected. Translation reads nothing
-// else, so the output is the same as if everything had been sent.
+// server refuses) could get every batch rejected.
 //
-// What has been passed on is never recorded: it is always exactly the held
-// objects that are named, as the names stand. Every change of either passes
-// on the difference at once, in the order the changes came.
+// Two rules keep the output what it would be if everything were sent, at
+// every batch boundary the session may cut:
+//   - The objects an ExtensionService names are passed on before the
+//     ExtensionService itself, and passed on again (the session drops what
+//     it holds already) whenever the ExtensionService is: a batch never
+//     holds an ExtensionService without the objects it names, and they are
+//     restored with it if an earlier batch that carried them was rejected.
+//   - A name, once named, stays named for the Adapter's life: the Service
+//     or Secret of that name and the Service's EndpointSlices go on being
+//     passed on, with every change and deletion, even when no
+//     ExtensionService names them any more. Withdrawing them would be safe
+//     only once the session held the change that stopped naming them, and
+//     a rejected batch takes such a change back: the session then holds the
+//     ExtensionService as it was, which must keep getting its endpoints.
+//     What the session holds beyond what is named now is bounded by the
+//     names ever named, and changes no output.
 type referencedOnly struct {
 	next syncTarget
-	// clientCertificate is the Secret the clientCertificate setting names;
-	// it is passed on whether or not an ExtensionService exists.
-	clientCertificate source.NamespacedName
 
 	mu sync.Mutex
 	// held is every Service, EndpointSlice and Secret upserted and not
@@ -49,33 +56,24 @@ type referencedOnly struct {
 	held map[objectKey]*tributaryv1.KubernetesObject
 	// slicesOf indexes the held EndpointSlices by the Service they belong to.
 	slicesOf map[source.NamespacedName]map[string]*tributaryv1.KubernetesObject
-	// names is what each ExtensionService names.
-	names map[source.NamespacedName]references
-	// serviceUses and secretUses count the ExtensionServices that name each
-	// Service and Secret; an object with a count is passed on.
-	serviceUses, secretUses map[source.NamespacedName]int
-}
-
-// references are the Services and Secrets one ExtensionService names, each
-// once.
-type references struct {
-	services, secrets []source.NamespacedName
+	// namedServices and namedSecrets hold every Service and Secret named so
+	// far: what is passed on.
+	namedServices, namedSecrets map[source.NamespacedName]bool
 }
 
 // newReferencedOnly returns a referencedOnly passing on to next, under the
 // clientCertificate setting of settings.
 func newReferencedOnly(next syncTarget, settings *tributaryv1.Settings) *referencedOnly {
 	r := &referencedOnly{
-		next:        next,
-		held:        map[objectKey]*tributaryv1.KubernetesObject{},
-		slicesOf:    map[source.NamespacedName]map[string]*tributaryv1.KubernetesObject{},
-		names:       map[source.NamespacedName]references{},
-		serviceUses: map[source.NamespacedName]int{},
-		secretUses:  map[source.NamespacedName]int{},
+		next:          next,
+		held:          map[objectKey]*tributaryv1.KubernetesObject{},
+		slicesOf:      map[source.NamespacedName]map[string]*tributaryv1.KubernetesObject{},
+		namedServices: map[source.NamespacedName]bool{},
+		namedSecrets:  map[source.NamespacedName]bool{},
 	}
 	// A malformed setting names nothing; the server refuses it anyway.
-	if ns, name, ok := strings.Cut(settings.GetClientCertificate(), "/"); ok {
-		r.clientCertificate = source.NamespacedName{Namespace: ns, Name: name}
+	if ns, name, ok := strings.Cut(settings.GetClientCertificate(), "/"); ok && name != "" {
+		r.namedSecrets[source.NamespacedName{Namespace: ns, Name: name}] = true
 	}
 	return r
 }
@@ -86,12 +84,11 @@ func (r *referencedOnly) Upsert(objs ...*tributaryv1.KubernetesObject) {
 	for _, obj := range objs {
 		switch o := obj.GetKind().(type) {
 		case *tributaryv1.KubernetesObject_ExtensionService:
-			name := nameOf(o.ExtensionService.GetMetadata())
-			r.rename(name, namedBy(o.ExtensionService))
+			r.passNamed(o.ExtensionService)
 			r.next.Upsert(obj)
 		case *tributaryv1.KubernetesObject_Service:
 			r.held[keyOf(obj)] = obj
-			if r.serviceUses[nameOf(o.Service.GetMetadata())] > 0 {
+			if r.namedServices[nameOf(o.Service.GetMetadata())] {
 				r.next.Upsert(obj)
 			}
 		case *tributaryv1.KubernetesObject_EndpointSlice:
@@ -99,15 +96,15 @@ func (r *referencedOnly) Upsert(objs ...*tributaryv1.KubernetesObject) {
 			old := r.held[key]
 			r.holdSlice(key, obj)
 			switch {
-			case r.serviceUses[serviceOfSlice(obj)] > 0:
+			case r.namedServices[serviceOfSlice(obj)]:
 				r.next.Upsert(obj)
-			case old != nil && r.serviceUses[serviceOfSlice(old)] > 0:
+			case old != nil && r.namedServices[serviceOfSlice(old)]:
 				// Relabelled away from a named Service.
 				r.next.Delete(client.Reference(old))
 			}
 		case *tributaryv1.KubernetesObject_Secret:
 			r.held[keyOf(obj)] = obj
-			if r.secretNamed(nameOf(o.Secret.GetMetadata())) {
+			if r.namedSecrets[nameOf(o.Secret.GetMetadata())] {
 				r.next.Upsert(obj)
 			}
 		default:
@@ -121,21 +118,16 @@ func (r *referencedOnly) Delete(refs ...*tributaryv1.ObjectReference) {
 	defer r.mu.Unlock()
 	for _, ref := range refs {
 		key := objectKey{kind: ref.GetKind(), namespace: ref.GetNamespace(), name: ref.GetName()}
-		name := source.NamespacedName{Namespace: ref.GetNamespace(), Name: ref.GetName()}
-		switch key.kind {
-		case tributaryv1.ObjectKind_OBJECT_KIND_EXTENSION_SERVICE:
-			r.rename(name, references{})
+		if !isHeldKind(key.kind) {
 			r.next.Delete(ref)
-		case tributaryv1.ObjectKind_OBJECT_KIND_SERVICE, tributaryv1.ObjectKind_OBJECT_KIND_ENDPOINT_SLICE, tributaryv1.ObjectKind_OBJECT_KIND_SECRET:
-			old := r.held[key]
-			if old == nil {
-				continue // never upserted, so never passed on
-			}
-			r.dropHeld(key, old)
-			if r.passedOn(old) {
-				r.next.Delete(ref)
-			}
-		default:
+			continue
+		}
+		old := r.held[key]
+		if old == nil {
+			continue // never upserted, so never passed on
+		}
+		r.dropHeld(key, old)
+		if r.passedOn(old) {
 			r.next.Delete(ref)
 		}
 	}
@@ -145,66 +137,37 @@ func (r *referencedOnly) Flush(ctx context.Context) error { return r.next.Flush(
 
 func (r *referencedOnly) Close() { r.next.Close() }
 
-// passedOn reports whether a held Service, EndpointSlice or Secret is named,
-// and so has been passed on.
+// passedOn reports whether a held Service, EndpointSlice or Secret is
+// named, and so has been passed on.
 func (r *referencedOnly) passedOn(obj *tributaryv1.KubernetesObject) bool {
 	switch o := obj.GetKind().(type) {
 	case *tributaryv1.KubernetesObject_Service:
-		return r.serviceUses[nameOf(o.Service.GetMetadata())] > 0
+		return r.namedServices[nameOf(o.Service.GetMetadata())]
 	case *tributaryv1.KubernetesObject_EndpointSlice:
-		return r.serviceUses[serviceOfSlice(obj)] > 0
+		return r.namedServices[serviceOfSlice(obj)]
 	case *tributaryv1.KubernetesObject_Secret:
-		return r.secretNamed(nameOf(o.Secret.GetMetadata()))
+		return r.namedSecrets[nameOf(o.Secret.GetMetadata())]
 	}
 	return false
 }
 
-func (r *referencedOnly) secretNamed(name source.NamespacedName) bool {
-	return name == r.clientCertificate || r.secretUses[name] > 0
-}
-
-// rename replaces what the ExtensionService es names, passing on the held
-// objects it is the first to name, and deleting those nothing names any
-// more. The new names are counted first, so an object named before and
-// after is neither deleted nor sent again.
-func (r *referencedOnly) rename(es source.NamespacedName, now references) {
-	before := r.names[es]
-	if len(now.services) == 0 && len(now.secrets) == 0 {
-		delete(r.names, es)
-	} else {
-		r.names[es] = now
+// passNamed records what es names and passes on the held objects it names,
+// whether or not they were passed on before.
+func (r *referencedOnly) passNamed(es *tributaryv1.ExtensionService) {
+	services, secrets := namedBy(es)
+	for _, svc := range services {
+		r.namedServices[svc] = true
+		r.eachOfService(svc, r.upsertNext)
 	}
-	for _, svc := range now.services {
-		if r.serviceUses[svc]++; r.serviceUses[svc] == 1 {
-			r.eachOfService(svc, r.upsertNext)
-		}
-	}
-	for _, secret := range now.secrets {
-		if r.secretUses[secret]++; r.secretUses[secret] == 1 && secret != r.clientCertificate {
-			r.eachSecret(secret, r.upsertNext)
-		}
-	}
-	for _, svc := range before.services {
-		if r.serviceUses[svc]--; r.serviceUses[svc] == 0 {
-			delete(r.serviceUses, svc)
-			r.eachOfService(svc, r.deleteNext)
-		}
-	}
-	for _, secret := range before.secrets {
-		if r.secretUses[secret]--; r.secretUses[secret] == 0 {
-			delete(r.secretUses, secret)
-			if secret != r.clientCertificate {
-				r.eachSecret(secret, r.deleteNext)
-			}
+	for _, secret := range secrets {
+		r.namedSecrets[secret] = true
+		if obj := r.held[objectKey{kind: tributaryv1.ObjectKind_OBJECT_KIND_SECRET, namespace: secret.Namespace, name: secret.Name}]; obj != nil {
+			r.next.Upsert(obj)
 		}
 	}
 }
 
 func (r *referencedOnly) upsertNext(obj *tributaryv1.KubernetesObject) { r.next.Upsert(obj) }
-
-func (r *referencedOnly) deleteNext(obj *tributaryv1.KubernetesObject) {
-	r.next.Delete(client.Reference(obj))
-}
 
 // eachOfService calls f with the held Service svc and each held
 // EndpointSlice of it.
@@ -214,13 +177,6 @@ func (r *referencedOnly) eachOfService(svc source.NamespacedName, f func(*tribut
 	}
 	for _, slice := range r.slicesOf[svc] {
 		f(slice)
-	}
-}
-
-// eachSecret calls f with the held Secret name, if there is one.
-func (r *referencedOnly) eachSecret(name source.NamespacedName, f func(*tributaryv1.KubernetesObject)) {
-	if obj := r.held[objectKey{kind: tributaryv1.ObjectKind_OBJECT_KIND_SECRET, namespace: name.Namespace, name: name.Name}]; obj != nil {
-		f(obj)
 	}
 }
 
@@ -251,24 +207,31 @@ func (r *referencedOnly) dropHeld(key objectKey, old *tributaryv1.KubernetesObje
 	}
 }
 
-// namedBy returns the Services and Secrets es names, each once. A target
-// Service is in es's namespace; a CA Secret is where model.CASecretName
-// says, which is where translation looks for it.
-func namedBy(es *tributaryv1.ExtensionService) references {
+// namedBy returns the Services and Secrets es names; an empty name names
+// nothing. A target Service is in es's namespace; a CA Secret is where
+// model.CASecretName says, which is where translation looks for it.
+func namedBy(es *tributaryv1.ExtensionService) (services, secrets []source.NamespacedName) {
 	namespace := es.GetMetadata().GetNamespace()
-	var refs references
 	for _, target := range es.GetSpec().GetServices() {
-		svc := source.NamespacedName{Namespace: namespace, Name: target.GetName()}
-		if svc.Name != "" && !slices.Contains(refs.services, svc) {
-			refs.services = append(refs.services, svc)
+		if target.GetName() != "" {
+			services = append(services, source.NamespacedName{Namespace: namespace, Name: target.GetName()})
 		}
 	}
 	if ca := es.GetSpec().GetValidation().GetCaSecret(); ca != "" {
 		if secret := model.CASecretName(ca, namespace); secret.Name != "" {
-			refs.secrets = append(refs.secrets, secret)
+			secrets = append(secrets, secret)
 		}
 	}
-	return refs
+	return services, secrets
+}
+
+// isHeldKind reports whether referencedOnly holds objects of kind back.
+func isHeldKind(kind tributaryv1.ObjectKind) bool {
+	switch kind {
+	case tributaryv1.ObjectKind_OBJECT_KIND_SERVICE, tributaryv1.ObjectKind_OBJECT_KIND_ENDPOINT_SLICE, tributaryv1.ObjectKind_OBJECT_KIND_SECRET:
+		return true
+	}
+	return false
 }
 
 func nameOf(meta *tributaryv1.ObjectMeta) source.NamespacedName {

@@ -16,56 +16,73 @@ import (
 )
 
 // recordingTarget holds what a referencedOnly passed on, as a session's
-// desired set would, and fails the test on a delete of something it does
-// not hold: referencedOnly deletes only what it passed on.
+// desired set would. It fails the test on a delete of a Service,
+// EndpointSlice or Secret it does not hold (referencedOnly deletes only
+// what it passed on), and runs check after every call: a session may cut a
+// batch between any two.
 type recordingTarget struct {
 	t       *testing.T
 	objects map[objectKey]*tributaryv1.KubernetesObject
+	check   func()
 }
 
 func (r *recordingTarget) Upsert(objs ...*tributaryv1.KubernetesObject) {
 	for _, obj := range objs {
 		r.objects[keyOf(obj)] = obj
 	}
+	r.check()
 }
 
 func (r *recordingTarget) Delete(refs ...*tributaryv1.ObjectReference) {
 	for _, ref := range refs {
 		key := objectKey{kind: ref.GetKind(), namespace: ref.GetNamespace(), name: ref.GetName()}
-		if r.objects[key] == nil && isFiltered(key.kind) {
+		if r.objects[key] == nil && isHeldKind(key.kind) {
 			r.t.Errorf("deleted %v, which was never passed on", key)
 		}
 		delete(r.objects, key)
 	}
+	r.check()
 }
 
 func (r *recordingTarget) Flush(context.Context) error { return nil }
 func (r *recordingTarget) Close()                      {}
 
-func isFiltered(kind tributaryv1.ObjectKind) bool {
-	switch kind {
-	case tributaryv1.ObjectKind_OBJECT_KIND_SERVICE, tributaryv1.ObjectKind_OBJECT_KIND_ENDPOINT_SLICE, tributaryv1.ObjectKind_OBJECT_KIND_SECRET:
-		return true
-	}
-	return false
-}
-
 // history plays informer events chosen by ops on a referencedOnly over a
-// few namespaces, Services, EndpointSlices (some relabelled, some without
-// the label), Secrets and ExtensionServices (targets and CA Secrets in
-// either form, duplicates and empty names included). After every event,
-// what was passed on must be exactly what the informers hold (informer)
-// minus the Services, EndpointSlices and Secrets that nothing names, worked
-// out afresh.
+// few namespaces, Services, EndpointSlices (relabelled, without the label,
+// with an empty one), Secrets and ExtensionServices (targets and CA Secrets
+// in either form, duplicates and empty names included). It checks, worked
+// out afresh from the informers' objects:
+//   - after every call referencedOnly makes, that every ExtensionService
+//     passed on has the current version of every object it names passed on
+//     too, whenever the session cut its batch;
+//   - after every event, that what was passed on is exactly the informers'
+//     objects minus the Services, EndpointSlices and Secrets of names no
+//     ExtensionService has named yet.
 func history(t *testing.T, ops []byte) {
 	const clientCertificate = "ns0/name1"
-	target := &recordingTarget{t: t, objects: map[objectKey]*tributaryv1.KubernetesObject{}}
-	r := newReferencedOnly(target, &tributaryv1.Settings{ClientCertificate: clientCertificate})
 	informer := map[objectKey]*tributaryv1.KubernetesObject{}
+	target := &recordingTarget{t: t, objects: map[objectKey]*tributaryv1.KubernetesObject{}}
+	event := 0
+	target.check = func() {
+		for _, obj := range target.objects {
+			if es := obj.GetExtensionService(); es != nil {
+				services, secrets := names(es)
+				for key, want := range objectsOf(informer, services, secrets) {
+					if target.objects[key] != want {
+						t.Fatalf("event %d: %v passed on while %v, which it names, is not (or is an old version)", event, keyOf(obj), key)
+					}
+				}
+			}
+		}
+	}
+	r := newReferencedOnly(target, &tributaryv1.Settings{ClientCertificate: clientCertificate})
+	everServices := map[source.NamespacedName]bool{}
+	everSecrets := map[source.NamespacedName]bool{{Namespace: "ns0", Name: "name1"}: true}
 	meta := func(ns, name byte, labels map[string]string) *tributaryv1.ObjectMeta {
 		return &tributaryv1.ObjectMeta{Namespace: fmt.Sprintf("ns%d", ns%2), Name: name2(name), Labels: labels}
 	}
 	for i := 0; i+3 < len(ops); i += 4 {
+		event = i / 4
 		op, ns, a, b := ops[i], ops[i+1], ops[i+2], ops[i+3]
 		var obj *tributaryv1.KubernetesObject
 		switch op % 6 {
@@ -73,7 +90,11 @@ func history(t *testing.T, ops []byte) {
 			obj = &tributaryv1.KubernetesObject{Kind: &tributaryv1.KubernetesObject_Service{Service: &tributaryv1.Service{Metadata: meta(ns, a, nil)}}}
 		case 1:
 			var labels map[string]string
-			if b%5 != 0 {
+			switch b % 6 {
+			case 0: // no label
+			case 1:
+				labels = map[string]string{source.ServiceNameLabel: ""}
+			default:
 				labels = map[string]string{source.ServiceNameLabel: name2(b)}
 			}
 			obj = &tributaryv1.KubernetesObject{Kind: &tributaryv1.KubernetesObject_EndpointSlice{EndpointSlice: &tributaryv1.EndpointSlice{Metadata: meta(ns, a, labels)}}}
@@ -96,7 +117,11 @@ func history(t *testing.T, ops []byte) {
 			case 3:
 				spec.Validation = &tributaryv1.UpstreamValidation{CaSecret: fmt.Sprintf("ns%d/", ns%2)}
 			}
-			obj = &tributaryv1.KubernetesObject{Kind: &tributaryv1.KubernetesObject_ExtensionService{ExtensionService: &tributaryv1.ExtensionService{Metadata: meta(ns, a/4, nil), Spec: spec}}}
+			es := &tributaryv1.ExtensionService{Metadata: meta(ns, a/4, nil), Spec: spec}
+			services, secrets := names(es)
+			maps.Copy(everServices, services)
+			maps.Copy(everSecrets, secrets)
+			obj = &tributaryv1.KubernetesObject{Kind: &tributaryv1.KubernetesObject_ExtensionService{ExtensionService: es}}
 		case 4:
 			obj = &tributaryv1.KubernetesObject{Kind: &tributaryv1.KubernetesObject_TlsCertificateDelegation{TlsCertificateDelegation: &tributaryv1.TLSCertificateDelegation{Metadata: meta(ns, a, nil)}}}
 		case 5:
@@ -114,9 +139,14 @@ func history(t *testing.T, ops []byte) {
 			informer[keyOf(obj)] = obj
 			r.Upsert(obj)
 		}
-		want := referencedSubset(informer, clientCertificate)
+		want := objectsOf(informer, everServices, everSecrets)
+		for key, obj := range informer {
+			if !isHeldKind(key.kind) {
+				want[key] = obj
+			}
+		}
 		if !maps.Equal(target.objects, want) {
-			t.Fatalf("after event %d (%v): passed on %v, want %v", i/4, ops[i:i+4], sortedKeys(target.objects), sortedKeys(want))
+			t.Fatalf("after event %d (%v): passed on %v, want %v", event, ops[i:i+4], sortedKeys(target.objects), sortedKeys(want))
 		}
 	}
 }
@@ -124,47 +154,47 @@ func history(t *testing.T, ops []byte) {
 // name2 gives one of three names, so objects collide often.
 func name2(b byte) string { return fmt.Sprintf("name%d", b%3) }
 
-// referencedSubset is what referencedOnly must have passed on when the
-// informers hold objects: worked out from scratch, without its counts.
-func referencedSubset(objects map[objectKey]*tributaryv1.KubernetesObject, clientCertificate string) map[objectKey]*tributaryv1.KubernetesObject {
-	services := map[source.NamespacedName]bool{}
-	secrets := map[source.NamespacedName]bool{}
-	if ns, name, ok := strings.Cut(clientCertificate, "/"); ok {
-		secrets[source.NamespacedName{Namespace: ns, Name: name}] = true
-	}
-	for _, obj := range objects {
-		es := obj.GetExtensionService()
-		if es == nil {
-			continue
-		}
-		for _, target := range es.GetSpec().GetServices() {
-			services[source.NamespacedName{Namespace: es.GetMetadata().GetNamespace(), Name: target.GetName()}] = true
-		}
-		if ca := es.GetSpec().GetValidation().GetCaSecret(); ca != "" {
-			secrets[model.CASecretName(ca, es.GetMetadata().GetNamespace())] = true
+// names is what es names, read from its spec as the contract reads it: the
+// Services it targets in its namespace and its CA Secret; empty names name
+// nothing.
+func names(es *tributaryv1.ExtensionService) (services, secrets map[source.NamespacedName]bool) {
+	services, secrets = map[source.NamespacedName]bool{}, map[source.NamespacedName]bool{}
+	namespace := es.GetMetadata().GetNamespace()
+	for _, target := range es.GetSpec().GetServices() {
+		if target.GetName() != "" {
+			services[source.NamespacedName{Namespace: namespace, Name: target.GetName()}] = true
 		}
 	}
-	want := map[objectKey]*tributaryv1.KubernetesObject{}
+	if ca := es.GetSpec().GetValidation().GetCaSecret(); ca != "" {
+		if secret := model.CASecretName(ca, namespace); secret.Name != "" {
+			secrets[secret] = true
+		}
+	}
+	return services, secrets
+}
+
+// objectsOf returns the Services and Secrets of objects with the given
+// names, and the EndpointSlices labelled with one of the Service names.
+func objectsOf(objects map[objectKey]*tributaryv1.KubernetesObject, services, secrets map[source.NamespacedName]bool) map[objectKey]*tributaryv1.KubernetesObject {
+	out := map[objectKey]*tributaryv1.KubernetesObject{}
 	for key, obj := range objects {
 		named := source.NamespacedName{Namespace: key.namespace, Name: key.name}
 		switch key.kind {
 		case tributaryv1.ObjectKind_OBJECT_KIND_SERVICE:
-			if !services[named] {
-				continue
+			if services[named] {
+				out[key] = obj
 			}
 		case tributaryv1.ObjectKind_OBJECT_KIND_ENDPOINT_SLICE:
-			label, ok := obj.GetEndpointSlice().GetMetadata().GetLabels()[source.ServiceNameLabel]
-			if !ok || !services[source.NamespacedName{Namespace: key.namespace, Name: label}] {
-				continue
+			if label, ok := obj.GetEndpointSlice().GetMetadata().GetLabels()[source.ServiceNameLabel]; ok && services[source.NamespacedName{Namespace: key.namespace, Name: label}] {
+				out[key] = obj
 			}
 		case tributaryv1.ObjectKind_OBJECT_KIND_SECRET:
-			if !secrets[named] {
-				continue
+			if secrets[named] {
+				out[key] = obj
 			}
 		}
-		want[key] = obj
 	}
-	return want
+	return out
 }
 
 func compareKeys(a, b objectKey) int {
