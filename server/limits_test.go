@@ -77,7 +77,7 @@ func TestMaxSessions(t *testing.T) {
 	conn := serveTCP(t, NewGRPCServer(opts))()
 	first, second := started(t, conn), started(t, conn)
 
-	refused := openSync(t.Context(), t, conn, nil)
+	refused := openUnwelcome(t, conn)
 	err := refused.end()
 	if status.Code(err) != codes.ResourceExhausted || status.Convert(err).Message() != "the server holds 2 Sync sessions, its limit; retry later" {
 		t.Errorf("third session: %v, want ResourceExhausted: the server holds 2 Sync sessions, its limit; retry later", err)
@@ -236,10 +236,16 @@ func TestSyncMessageSizeLimit(t *testing.T) {
 	size := proto.Size(&tributaryv1.SyncRequest{Message: &tributaryv1.SyncRequest_Batch{Batch: big}})
 	want := fmt.Sprintf("grpc: received message larger than max (%d vs. 1024)", size)
 	// gRPC ends the stream itself the moment Recv fails, racing the
-	// handler's own end: repeat to give a wrong log line its chance.
-	const calls = 20
-	for range calls {
+	// handler's own end: repeat to give a wrong log line its chance, with
+	// the sender waiting for a batch (the first) or taking a delta out (the
+	// second, after a batch that was answered).
+	const calls = 40
+	for i := range calls {
 		c := openSync(t.Context(), t, conn, nil)
+		if i%2 == 1 {
+			c.send(batch(7, service("small")))
+			c.delta()
+		}
 		c.send(big)
 		if err := c.end(); status.Code(err) != codes.ResourceExhausted || status.Convert(err).Message() != want {
 			t.Fatalf("oversized batch: %v, want ResourceExhausted: %s", err, want)

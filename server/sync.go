@@ -110,7 +110,31 @@ func (t translationService) Sync(stream grpc.BidiStreamingServer[tributaryv1.Syn
 	// The receiver outlives the handler only while it is in Recv or Apply:
 	// gRPC ends Recv once the handler returns, and it then exits.
 	go s.receive()
-	return s.send(ctx)
+	return s.endOf(ctx, s.send(ctx))
+}
+
+// endOf returns the error the call ends with, given err, the sender's.
+// When Recv fails on a message (over the size limit, or not decodable),
+// gRPC answers the client and ends the call before Recv returns, so the
+// sender may find the call over first and fail with the context's error:
+// the receiver's error then says why the call ended, and the call log and
+// metrics must say the same as the client got. Once the call is over a
+// Recv returns at once, so the wait is short; a receiver in Apply is not
+// waited for. Without the call over, Recv may wait for the client forever,
+// so err stands as it is.
+func (s *syncCall) endOf(ctx context.Context, err error) error {
+	if err == nil || ctx.Err() == nil {
+		return err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for s.receiving {
+		s.changed.Wait()
+	}
+	if s.end != nil {
+		return s.end
+	}
+	return err
 }
 
 // receiveStart receives the first message of a Sync call, unless the
@@ -319,19 +343,7 @@ func (s *syncCall) send(ctx context.Context) error {
 			s.mu.Unlock()
 			panic(p)
 		case s.over:
-			// When Recv fails on a message (over the size limit, or not
-			// decodable), gRPC answers the client and ends the call before
-			// Recv returns: the receiver's error, not the context's, says
-			// why the call ended. A Recv returns at once once the call is
-			// over, so this wait is short; Apply is not waited for.
-			for s.receiving {
-				s.changed.Wait()
-			}
-			end := s.end
 			s.mu.Unlock()
-			if end != nil {
-				return end
-			}
 			return status.FromContextError(ctx.Err()).Err()
 		case s.applied > s.answered:
 			// Deltas first: while a rejection waits, nothing more is applied,

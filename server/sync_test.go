@@ -50,6 +50,20 @@ func openSync(ctx context.Context, t *testing.T, conn *grpc.ClientConn, settings
 	return c
 }
 
+// openUnwelcome opens a Sync stream that the server ends without reading
+// it (over the session limit, or while draining) and sends its start: the
+// stream may have ended before the start goes out, so io.EOF from the send
+// is part of the outcome, which Recv tells.
+func openUnwelcome(t *testing.T, conn *grpc.ClientConn) *syncClient {
+	t.Helper()
+	c := openStream(t.Context(), t, conn)
+	err := c.stream.Send(&tributaryv1.SyncRequest{Message: &tributaryv1.SyncRequest_Start{Start: &tributaryv1.SyncStart{}}})
+	if err != nil && !errors.Is(err, io.EOF) {
+		t.Fatalf("Send: %v", err)
+	}
+	return c
+}
+
 // openStream opens a Sync stream and sends nothing.
 func openStream(ctx context.Context, t *testing.T, conn *grpc.ClientConn) *syncClient {
 	t.Helper()
@@ -992,7 +1006,7 @@ func TestSyncDrain(t *testing.T) {
 		t.Fatalf("answer to batch 2: got batch %d", got.GetBatchId())
 	}
 	close(draining)
-	for name, c := range map[string]*syncClient{"busy": busy, "idle": idle, "unstarted": unstarted, "late": openSync(t.Context(), t, conn, nil)} {
+	for name, c := range map[string]*syncClient{"busy": busy, "idle": idle, "unstarted": unstarted, "late": openUnwelcome(t, conn)} {
 		_, err := c.stream.Recv()
 		if status.Code(err) != codes.Unavailable || !strings.Contains(err.Error(), "shutting down") {
 			t.Errorf("%s session: got %v, want Unavailable saying the server is shutting down", name, err)
