@@ -60,7 +60,7 @@ func TestMain(m *testing.M) {
 
 // dial serves a real TranslationService over an in-memory listener until
 // the test ends.
-func dial(t *testing.T) *grpc.ClientConn {
+func dial(t testing.TB) *grpc.ClientConn {
 	t.Helper()
 	return grpctest.Bufconn(t, server.NewGRPCServer(server.Options{Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}))
 }
