@@ -7,6 +7,7 @@ import (
 	"net"
 	"regexp"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -236,21 +237,27 @@ func TestSyncMessageSizeLimit(t *testing.T) {
 	size := proto.Size(&tributaryv1.SyncRequest{Message: &tributaryv1.SyncRequest_Batch{Batch: big}})
 	want := fmt.Sprintf("grpc: received message larger than max (%d vs. 1024)", size)
 	// gRPC ends the stream itself the moment Recv fails, racing the
-	// handler's own end: repeat to give a wrong log line its chance, with
-	// the sender waiting for a batch (the first) or taking a delta out (the
-	// second, after a batch that was answered).
-	const calls = 40
-	for i := range calls {
-		c := openSync(t.Context(), t, conn, nil)
-		if i%2 == 1 {
-			c.send(batch(7, service("small")))
-			c.delta()
-		}
-		c.send(big)
-		if err := c.end(); status.Code(err) != codes.ResourceExhausted || status.Convert(err).Message() != want {
-			t.Fatalf("oversized batch: %v, want ResourceExhausted: %s", err, want)
-		}
+	// handler's own end: repeat, on a few streams at once, to give a wrong
+	// log line its chance, with the sender waiting for a batch (the first)
+	// or taking a delta out (the second, after a batch that was answered).
+	const calls, concurrently = 40, 4
+	var wg sync.WaitGroup
+	for g := range concurrently {
+		wg.Go(func() {
+			for i := g; i < calls; i += concurrently {
+				c := openSync(t.Context(), t, conn, nil)
+				if i%2 == 1 {
+					c.send(batch(7, service("small")))
+					c.delta()
+				}
+				c.send(big)
+				if err := c.end(); status.Code(err) != codes.ResourceExhausted || status.Convert(err).Message() != want {
+					t.Errorf("oversized batch: %v, want ResourceExhausted: %s", err, want)
+				}
+			}
+		})
 	}
+	wg.Wait()
 	logged := regexp.MustCompile(`level=WARN msg="finished call" .*grpc.method=Sync .*grpc.code=ResourceExhausted grpc.error="rpc error: code = ResourceExhausted desc = ` + regexp.QuoteMeta(want) + `"`)
 	deadline := time.Now().Add(5 * time.Second)
 	for strings.Count(log.String(), "finished call") < calls && time.Now().Before(deadline) {
@@ -265,4 +272,29 @@ func TestSyncMessageSizeLimit(t *testing.T) {
 		t.Errorf("other session: %v", d)
 	}
 	bystander.closeAndEnd()
+}
+
+// TestSyncReplyOverSendLimit: an answer over MaxSendMsgSize ends the
+// stream with gRPC's ResourceExhausted, and the call log says the same.
+func TestSyncReplyOverSendLimit(t *testing.T) {
+	var log testproc.Buffer
+	conn := dialBufconn(t, NewGRPCServer(Options{Logger: slog.New(slog.NewTextHandler(&log, nil)), MaxSendMsgSize: 300}))
+	c := openSync(t.Context(), t, conn, nil)
+	var endpoints []string
+	for i := range 50 {
+		endpoints = append(endpoints, fmt.Sprintf("10.0.0.%d", i+1))
+	}
+	c.send(batch(1, plainES("h2c"), service("a"), slice("a", endpoints...)))
+	err := c.end()
+	if status.Code(err) != codes.ResourceExhausted || !strings.Contains(err.Error(), "trying to send message larger than max") {
+		t.Fatalf("answer over the send limit: %v, want ResourceExhausted: trying to send message larger than max", err)
+	}
+	logged := regexp.MustCompile(`msg="finished call" .*grpc.method=Sync .*grpc.code=ResourceExhausted .*trying to send message larger than max \(\d+ vs\. 300\)`)
+	deadline := time.Now().Add(5 * time.Second)
+	for !logged.MatchString(log.String()) && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond) // the handler ends after the client has its answer
+	}
+	if !logged.MatchString(log.String()) {
+		t.Errorf("the call was not logged as ResourceExhausted; log:\n%s", log.String())
+	}
 }

@@ -115,15 +115,15 @@ func (t translationService) Sync(stream grpc.BidiStreamingServer[tributaryv1.Syn
 
 // endOf returns the error the call ends with, given err, the sender's.
 // When Recv fails on a message (over the size limit, or not decodable),
-// gRPC answers the client and ends the call before Recv returns, so the
-// sender may find the call over first and fail with the context's error:
-// the receiver's error then says why the call ended, and the call log and
-// metrics must say the same as the client got. Once the call is over a
-// Recv returns at once, so the wait is short; a receiver in Apply is not
-// waited for. Without the call over, Recv may wait for the client forever,
-// so err stands as it is.
+// gRPC answers the client with its own error and ends the call before Recv
+// returns, so the sender may find the call over first and fail with the
+// context's error: gRPC's answer then says why the call ended, and the call
+// log and metrics must say what the client got. Only the context's errors
+// are replaced: the sender's own (a reply over the send limit, a broken
+// connection) and the client's cancel stand. Once the call is over a Recv
+// returns at once, so the wait is short.
 func (s *syncCall) endOf(ctx context.Context, err error) error {
-	if err == nil || ctx.Err() == nil {
+	if code := status.Code(err); ctx.Err() == nil || (code != codes.Canceled && code != codes.DeadlineExceeded) {
 		return err
 	}
 	s.mu.Lock()
@@ -131,8 +131,11 @@ func (s *syncCall) endOf(ctx context.Context, err error) error {
 	for s.receiving {
 		s.changed.Wait()
 	}
-	if s.end != nil {
-		return s.end
+	if p := s.panicked; p != nil {
+		panic(p)
+	}
+	if s.refused != nil {
+		return s.refused
 	}
 	return err
 }
@@ -205,9 +208,10 @@ type syncCall struct {
 	// receiving is set while the receiver waits in Recv, until it stops or
 	// Recv returns a message. received is set when the receiver has
 	// stopped; end is then nil (the client half-closed) or the error that
-	// ends the stream.
+	// ends the stream. refused is the error of a Recv that failed on a
+	// message (not on the call's end): gRPC has answered the client with it.
 	receiving, received bool
-	end                 error
+	end, refused        error
 	// panicked holds a panic of the receiver, with its stack, for the
 	// handler's goroutine to raise again: the recovery interceptor then logs
 	// it and answers Internal, instead of the process crashing.
@@ -270,10 +274,15 @@ func (s *syncCall) recv() (*tributaryv1.SyncRequest, error) {
 	s.receiving = true
 	s.mu.Unlock()
 	req, err := s.stream.Recv()
-	if err == nil {
-		s.mu.Lock()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	switch code := status.Code(err); {
+	case err == nil:
 		s.receiving = false
-		s.mu.Unlock()
+		s.changed.Broadcast()
+	case errors.Is(err, io.EOF), code == codes.Canceled, code == codes.DeadlineExceeded:
+	default:
+		s.refused = err
 	}
 	return req, err
 }

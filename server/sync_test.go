@@ -11,8 +11,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"math/big"
 	"net"
+	"regexp"
 	"slices"
 	"strings"
 	"sync/atomic"
@@ -32,6 +34,7 @@ import (
 
 	"github.com/tributary-dev/tributary/client"
 	tributaryv1 "github.com/tributary-dev/tributary/gen/go/tributary/v1"
+	"github.com/tributary-dev/tributary/internal/testproc"
 	"github.com/tributary-dev/tributary/session"
 	"github.com/tributary-dev/tributary/source"
 )
@@ -818,40 +821,55 @@ func TestSyncSlowReader(t *testing.T) {
 }
 
 // TestSyncCancel: a client that cancels its stream, while the server is
-// blocked sending to it and a rejection waits, leaves nothing running on the
-// server.
+// blocked sending to it and a rejection waits (or the receiver has ended
+// the call over a second SyncStart), leaves nothing running on the server,
+// and the call is logged as the client ended it.
 func TestSyncCancel(t *testing.T) {
-	conn := dialBufconn(t, NewGRPCServer(quietOptions()))
-	// Connect before taking the goroutine snapshot: the connection's own
-	// goroutines live on.
-	if _, err := tributaryv1.NewTranslationServiceClient(conn).Translate(t.Context(), &tributaryv1.TranslateRequest{}); err != nil {
-		t.Fatal(err)
-	}
-	before := goleak.IgnoreCurrent()
-
-	ctx, cancel := context.WithCancel(t.Context())
-	c := openSync(ctx, t, conn, nil)
-	var endpoints []string
-	for i := range 2000 {
-		endpoints = append(endpoints, fmt.Sprintf("10.2.%d.%d", i/250, i%250+1))
-	}
-	c.send(batch(1, plainES("h2c"), service("a")))
-	// Large deltas the client never reads, then a malformed batch.
-	for i := range 100 {
-		endpoints[0] = fmt.Sprintf("10.3.0.%d", i+1)
-		c.send(batch(uint64(i+2), slice("a", endpoints...)))
-	}
-	c.send(batch(200, serviceObject(meta("", ""))))
-	cancel()
-	for {
-		if _, err := c.stream.Recv(); err != nil {
-			if status.Code(err) != codes.Canceled {
-				t.Errorf("Recv: got %v, want Canceled", err)
+	for _, last := range []struct {
+		name string
+		req  *tributaryv1.SyncRequest
+	}{
+		{"malformed batch", &tributaryv1.SyncRequest{Message: &tributaryv1.SyncRequest_Batch{Batch: batch(200, serviceObject(meta("", "")))}}},
+		{"second start", &tributaryv1.SyncRequest{Message: &tributaryv1.SyncRequest_Start{Start: &tributaryv1.SyncStart{}}}},
+	} {
+		t.Run(last.name, func(t *testing.T) {
+			var log testproc.Buffer
+			conn := dialBufconn(t, NewGRPCServer(Options{Logger: slog.New(slog.NewTextHandler(&log, nil))}))
+			// Connect before taking the goroutine snapshot: the connection's
+			// own goroutines live on.
+			if _, err := tributaryv1.NewTranslationServiceClient(conn).Translate(t.Context(), &tributaryv1.TranslateRequest{}); err != nil {
+				t.Fatal(err)
 			}
-			break
-		}
+			before := goleak.IgnoreCurrent()
+
+			ctx, cancel := context.WithCancel(t.Context())
+			c := openSync(ctx, t, conn, nil)
+			var endpoints []string
+			for i := range 2000 {
+				endpoints = append(endpoints, fmt.Sprintf("10.2.%d.%d", i/250, i%250+1))
+			}
+			c.send(batch(1, plainES("h2c"), service("a")))
+			// Large deltas the client never reads, then the last request.
+			for i := range 100 {
+				endpoints[0] = fmt.Sprintf("10.3.0.%d", i+1)
+				c.send(batch(uint64(i+2), slice("a", endpoints...)))
+			}
+			c.sendRequest(last.req)
+			cancel()
+			for {
+				if _, err := c.stream.Recv(); err != nil {
+					if status.Code(err) != codes.Canceled {
+						t.Errorf("Recv: got %v, want Canceled", err)
+					}
+					break
+				}
+			}
+			goleak.VerifyNone(t, before)
+			if !regexp.MustCompile(`msg="finished call" .*grpc.method=Sync .*grpc.code=Canceled`).MatchString(log.String()) {
+				t.Errorf("the call was not logged as Canceled; log:\n%s", log.String())
+			}
+		})
 	}
-	goleak.VerifyNone(t, before)
 }
 
 // TestSyncEmptyBatch: an empty first batch gives an empty complete state,
