@@ -190,9 +190,9 @@ func TestContainerArgsTLSFiles(t *testing.T) {
 }
 
 // TestContainerArgsServe starts the binary with the Deployment's own
-// arguments (loopback addresses on free ports and generated TLS files in
-// place of the Secret's) and asks its probe endpoints what the kubelet
-// would. It ends with SIGTERM, which must stop it cleanly.
+// arguments (loopback addresses on ports the kernel picks, and generated
+// TLS files in place of the Secret's) and asks its probe endpoints what the
+// kubelet would. It ends with SIGTERM, which must stop it cleanly.
 func TestContainerArgsServe(t *testing.T) {
 	bin := tributaryBinary(t)
 	eachBuild(t, func(t *testing.T, objs []object) {
@@ -202,10 +202,10 @@ func TestContainerArgsServe(t *testing.T) {
 		var args []string
 		ports := map[string]string{}
 		for _, arg := range c.Args {
-			arg = rewriteArg(t, arg, tlsDir, ports)
-			args = append(args, arg)
+			args = append(args, rewriteArg(arg, tlsDir, ports))
 		}
 		proc := start(t, bin, args...)
+		listenedAddresses(t, proc, ports)
 
 		metrics := ports["metrics-address"]
 		for _, p := range []struct{ name, path string }{

@@ -17,6 +17,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"sync"
 	"testing"
@@ -47,26 +48,18 @@ func volume(d *appsv1.Deployment, name string) *corev1.Volume {
 }
 
 // rewriteArg makes a container argument runnable here: a listen address
-// on every interface becomes a free loopback port (recorded in ports under
-// the flag's name), and an absolute path becomes the file of that name in
-// tlsDir. Everything else is passed through as the manifest wrote it.
-func rewriteArg(t *testing.T, arg, tlsDir string, ports map[string]string) string {
-	t.Helper()
+// on every interface becomes port 0 on loopback (the flag's name recorded
+// in listens, for listenedAddresses), and an absolute path becomes the file
+// of that name in tlsDir. Everything else is passed through as the manifest
+// wrote it.
+func rewriteArg(arg, tlsDir string, listens map[string]string) string {
 	name, value, ok := strings.Cut(strings.TrimPrefix(arg, "--"), "=")
 	switch {
 	case !ok:
 		return arg
 	case strings.HasPrefix(value, "0.0.0.0:"):
-		l, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		addr := l.Addr().String()
-		if err := l.Close(); err != nil {
-			t.Fatal(err)
-		}
-		ports[name] = addr
-		return "--" + name + "=" + addr
+		listens[name] = ""
+		return "--" + name + "=127.0.0.1:0"
 	case strings.HasPrefix(value, "/"):
 		return "--" + name + "=" + filepath.Join(tlsDir, filepath.Base(value))
 	}
@@ -254,6 +247,39 @@ func start(t *testing.T, bin string, args ...string) *process {
 		}
 	})
 	return p
+}
+
+// servingMessages are the log messages with which tributary serve reports
+// the address each listen flag got.
+var servingMessages = map[string]string{"address": "serving gRPC", "metrics-address": "serving metrics", "xds-address": "serving xDS"}
+
+// listenedAddresses fills listens (flag name → address) from p's log, once
+// it has reported every listener: the kernel picks the ports, so no other
+// process can take one between choosing and binding it.
+func listenedAddresses(t *testing.T, p *process, listens map[string]string) {
+	t.Helper()
+	deadline := time.Now().Add(time.Minute)
+	for name := range listens {
+		msg, ok := servingMessages[name]
+		if !ok {
+			t.Fatalf("--%s: no log message reports its address", name)
+		}
+		re := regexp.MustCompile(`msg="` + msg + `" address=(\S+)`)
+		for listens[name] == "" {
+			if m := re.FindStringSubmatch(p.stderr.String()); m != nil {
+				listens[name] = m[1]
+				break
+			}
+			select {
+			case <-p.done:
+				t.Fatalf("tributary exited before reporting --%s's address: %v", name, p.err)
+			case <-time.After(10 * time.Millisecond):
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("tributary reported no address for --%s within a minute", name)
+			}
+		}
+	}
 }
 
 // lockedBuffer is a bytes.Buffer that the process's output copier and the

@@ -327,9 +327,13 @@ func TestRotation(t *testing.T) {
 		t.Fatalf("during a half-done rotation: %v, %v; want the old certificate", got, err)
 	}
 
-	// Complete the rotation, with a new client CA.
-	testcerts.WriteFile(t, f.keyFile, next.KeyPEM)
+	// Complete the rotation, with a new client CA. The CA goes first: the
+	// poller may run between any two writes, and while the key is still the
+	// old one nothing loads, so the key's write makes the new pair and the
+	// new CA current together. (Written last, the CA could trail the pair
+	// by one poll, and a client of the new CA be refused meanwhile.)
 	testcerts.WriteFile(t, f.clientCAFile, newCA.PEM)
+	testcerts.WriteFile(t, f.keyFile, next.KeyPEM)
 	waitFor(t, "the reload", func() bool { return r.Certificate().SerialNumber.Cmp(next.Cert.SerialNumber) == 0 })
 	got, err := check(ctx, dial(t, addr, newCA, newCA.Client(t, "new", nil)))
 	if err != nil {
