@@ -687,12 +687,7 @@ func TestAdapterSendsOnlyNamedObjects(t *testing.T) {
 	m := metrics.New()
 	conn := grpctest.Bufconn(t, server.NewGRPCServer(server.Options{Logger: slog.New(slog.DiscardHandler), Metrics: m}))
 	sink := newCaches()
-	a := contour.NewAdapter(t.Context(), client.New(conn), nil, contour.AdapterOptions{
-		Clusters: sink, Endpoints: sink, Statuses: sink,
-		Debounce:    -1,
-		SyncOptions: []client.SyncOption{client.WithLogger(slog.New(slog.DiscardHandler))},
-	})
-	defer a.Close()
+	a := flushedByHand(t, conn, sink)
 	step := func(when string, want map[string]float64) {
 		t.Helper()
 		if err := a.Flush(t.Context()); err != nil {
@@ -781,12 +776,7 @@ func sessionObjects(t *testing.T, m *metrics.Metrics) map[string]float64 {
 func TestAdapterAfterRejectedBatch(t *testing.T) {
 	conn := dial(t)
 	sink := newCaches()
-	a := contour.NewAdapter(t.Context(), client.New(conn), nil, contour.AdapterOptions{
-		Clusters: sink, Endpoints: sink, Statuses: sink,
-		Debounce:    -1,
-		SyncOptions: []client.SyncOption{client.WithLogger(slog.New(slog.DiscardHandler))},
-	})
-	defer a.Close()
+	a := flushedByHand(t, conn, sink)
 	h2c := func(generation int64, target string) *contour_v1alpha1.ExtensionService {
 		es := extAuthz(generation, 1, 0)
 		es.Spec.Services = []contour_v1alpha1.ExtensionServiceTarget{{Name: target, Port: 9001}}
@@ -834,4 +824,20 @@ func TestAdapterAfterRejectedBatch(t *testing.T) {
 		t.Fatalf("retarget again after the repair: %v", err)
 	}
 	endpoints("retarget again after the repair", "web", "10.244.2.9")
+}
+
+// flushedByHand returns an Adapter with default settings over conn that
+// sends only on Flush, delivering to sink (when not nil), and closed when
+// the test ends.
+func flushedByHand(tb testing.TB, conn *grpc.ClientConn, sink *caches) *contour.Adapter {
+	opts := contour.AdapterOptions{
+		Debounce:    -1,
+		SyncOptions: []client.SyncOption{client.WithLogger(slog.New(slog.DiscardHandler))},
+	}
+	if sink != nil {
+		opts.Clusters, opts.Endpoints, opts.Statuses = sink, sink, sink
+	}
+	a := contour.NewAdapter(tb.Context(), client.New(conn), nil, opts)
+	tb.Cleanup(a.Close)
+	return a
 }

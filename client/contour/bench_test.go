@@ -2,14 +2,10 @@ package contour_test
 
 import (
 	"fmt"
-	"log/slog"
 	"testing"
 
 	contour_v1alpha1 "github.com/projectcontour/contour/apis/projectcontour/v1alpha1"
 	discovery_v1 "k8s.io/api/discovery/v1"
-
-	"github.com/tributary-dev/tributary/client"
-	"github.com/tributary-dev/tributary/client/contour"
 )
 
 // BenchmarkAdapterEndpointSliceUpdate is the Adapter's own cost for one
@@ -19,11 +15,7 @@ import (
 // that is named, which goes into the session's next batch. Nothing is
 // flushed, so the server is not measured.
 func BenchmarkAdapterEndpointSliceUpdate(b *testing.B) {
-	a := contour.NewAdapter(b.Context(), client.New(dial(b)), nil, contour.AdapterOptions{
-		Debounce:    -1,
-		SyncOptions: []client.SyncOption{client.WithLogger(slog.New(slog.DiscardHandler))},
-	})
-	defer a.Close()
+	a := flushedByHand(b, dial(b), nil)
 	const services, extensions = 10000, 100
 	slices := make([]*discovery_v1.EndpointSlice, services)
 	for i := range services {
