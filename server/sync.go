@@ -123,7 +123,7 @@ func (t translationService) Sync(stream grpc.BidiStreamingServer[tributaryv1.Syn
 // connection) and the client's cancel stand. Once the call is over a Recv
 // returns at once, so the wait is short.
 func (s *syncCall) endOf(ctx context.Context, err error) error {
-	if code := status.Code(err); ctx.Err() == nil || (code != codes.Canceled && code != codes.DeadlineExceeded) {
+	if ctx.Err() == nil || !isCallEnd(err) {
 		return err
 	}
 	s.mu.Lock()
@@ -205,11 +205,11 @@ type syncCall struct {
 	// xds holds the call's xDS publication and the NACKs to send (see
 	// sync_xds.go).
 	xds syncXDS
-	// receiving is set while the receiver waits in Recv, until it stops or
-	// Recv returns a message. received is set when the receiver has
-	// stopped; end is then nil (the client half-closed) or the error that
-	// ends the stream. refused is the error of a Recv that failed on a
-	// message (not on the call's end): gRPC has answered the client with it.
+	// receiving is set while the receiver waits in Recv. refused is the
+	// error of a Recv that failed on a message (not on the call's end):
+	// gRPC has answered the client with it. received is set when the
+	// receiver has stopped; end is then nil (the client half-closed) or the
+	// error that ends the stream.
 	receiving, received bool
 	end, refused        error
 	// panicked holds a panic of the receiver, with its stack, for the
@@ -234,7 +234,7 @@ func (s *syncCall) receive() {
 		p := recover()
 		s.mu.Lock()
 		defer s.mu.Unlock()
-		s.received, s.receiving, s.end = true, false, end
+		s.received, s.end = true, end
 		if p != nil {
 			s.panicked = fmt.Sprintf("%v\n\nin the goroutine receiving Sync batches:\n%s", p, debug.Stack())
 		}
@@ -267,8 +267,8 @@ func (s *syncCall) receiveBatches() error {
 	}
 }
 
-// recv receives the next message. While it waits, s.receiving is set; it
-// stays set when Recv fails, until receive records why the stream ended.
+// recv receives the next message, with s.receiving set while it waits; a
+// failure on a message is recorded in s.refused before receiving clears.
 func (s *syncCall) recv() (*tributaryv1.SyncRequest, error) {
 	s.mu.Lock()
 	s.receiving = true
@@ -276,15 +276,19 @@ func (s *syncCall) recv() (*tributaryv1.SyncRequest, error) {
 	req, err := s.stream.Recv()
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	switch code := status.Code(err); {
-	case err == nil:
-		s.receiving = false
-		s.changed.Broadcast()
-	case errors.Is(err, io.EOF), code == codes.Canceled, code == codes.DeadlineExceeded:
-	default:
+	if err != nil && !errors.Is(err, io.EOF) && !isCallEnd(err) {
 		s.refused = err
 	}
+	s.receiving = false
+	s.changed.Broadcast()
 	return req, err
+}
+
+// isCallEnd reports whether err is the error of a call that ended (the
+// client cancelled, or the deadline passed) rather than of a message.
+func isCallEnd(err error) bool {
+	code := status.Code(err)
+	return code == codes.Canceled || code == codes.DeadlineExceeded
 }
 
 // apply applies one batch and puts its delta into the outbox, or, when the

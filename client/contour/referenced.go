@@ -86,9 +86,9 @@ func (r *referencedOnly) Upsert(objs ...*tributaryv1.KubernetesObject) {
 		case *tributaryv1.KubernetesObject_ExtensionService:
 			r.passNamed(o.ExtensionService)
 			r.next.Upsert(obj)
-		case *tributaryv1.KubernetesObject_Service:
+		case *tributaryv1.KubernetesObject_Service, *tributaryv1.KubernetesObject_Secret:
 			r.held[keyOf(obj)] = obj
-			if r.namedServices[nameOf(o.Service.GetMetadata())] {
+			if r.passedOn(obj) {
 				r.next.Upsert(obj)
 			}
 		case *tributaryv1.KubernetesObject_EndpointSlice:
@@ -96,16 +96,11 @@ func (r *referencedOnly) Upsert(objs ...*tributaryv1.KubernetesObject) {
 			old := r.held[key]
 			r.holdSlice(key, obj)
 			switch {
-			case r.namedServices[serviceOfSlice(obj)]:
+			case r.passedOn(obj):
 				r.next.Upsert(obj)
-			case old != nil && r.namedServices[serviceOfSlice(old)]:
+			case old != nil && r.passedOn(old):
 				// Relabelled away from a named Service.
 				r.next.Delete(client.Reference(old))
-			}
-		case *tributaryv1.KubernetesObject_Secret:
-			r.held[keyOf(obj)] = obj
-			if r.namedSecrets[nameOf(o.Secret.GetMetadata())] {
-				r.next.Upsert(obj)
 			}
 		default:
 			r.next.Upsert(obj)
@@ -157,26 +152,21 @@ func (r *referencedOnly) passNamed(es *tributaryv1.ExtensionService) {
 	services, secrets := namedBy(es)
 	for _, svc := range services {
 		r.namedServices[svc] = true
-		r.eachOfService(svc, r.upsertNext)
+		r.passHeld(tributaryv1.ObjectKind_OBJECT_KIND_SERVICE, svc)
+		for _, slice := range r.slicesOf[svc] {
+			r.next.Upsert(slice)
+		}
 	}
 	for _, secret := range secrets {
 		r.namedSecrets[secret] = true
-		if obj := r.held[objectKey{kind: tributaryv1.ObjectKind_OBJECT_KIND_SECRET, namespace: secret.Namespace, name: secret.Name}]; obj != nil {
-			r.next.Upsert(obj)
-		}
+		r.passHeld(tributaryv1.ObjectKind_OBJECT_KIND_SECRET, secret)
 	}
 }
 
-func (r *referencedOnly) upsertNext(obj *tributaryv1.KubernetesObject) { r.next.Upsert(obj) }
-
-// eachOfService calls f with the held Service svc and each held
-// EndpointSlice of it.
-func (r *referencedOnly) eachOfService(svc source.NamespacedName, f func(*tributaryv1.KubernetesObject)) {
-	if obj := r.held[objectKey{kind: tributaryv1.ObjectKind_OBJECT_KIND_SERVICE, namespace: svc.Namespace, name: svc.Name}]; obj != nil {
-		f(obj)
-	}
-	for _, slice := range r.slicesOf[svc] {
-		f(slice)
+// passHeld passes on the held object of kind and name, if there is one.
+func (r *referencedOnly) passHeld(kind tributaryv1.ObjectKind, name source.NamespacedName) {
+	if obj := r.held[objectKey{kind: kind, namespace: name.Namespace, name: name.Name}]; obj != nil {
+		r.next.Upsert(obj)
 	}
 }
 
