@@ -7,6 +7,7 @@ import (
 	"slices"
 	"sync"
 	"testing"
+	"time"
 
 	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
 	"go.uber.org/goleak"
@@ -49,7 +50,10 @@ func (r *recorder) Refused(group, typeURL, name string, _ error) {
 	r.refused = append(r.refused, group+" "+typeURL+" "+name)
 }
 
-func (r *recorder) Sent(string, int) {}
+func (r *recorder) Sent(string, int)                   {}
+func (r *recorder) Streams(xds.Variant, string, int)   {}
+func (r *recorder) ChangeToSend(string, time.Duration) {}
+func (r *recorder) SendToAck(string, time.Duration)    {}
 
 func (r *recorder) refusedSoFar() []string {
 	r.mu.Lock()

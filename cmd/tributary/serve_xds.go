@@ -140,6 +140,9 @@ func stopWithin(srv *grpc.Server, d time.Duration, logger *slog.Logger, late str
 // xdsMetrics records the Publisher's events into the service's metrics.
 type xdsMetrics struct{ m *metrics.Metrics }
 
-func (x xdsMetrics) Nack(n xds.Nack)                 { x.m.RecordNACK(n.TypeURL) }
-func (x xdsMetrics) Refused(_, _, _ string, _ error) {} // logged by the Publisher; a translator bug, not a rate
-func (x xdsMetrics) Sent(typeURL string, n int)      { x.m.ResourcesSent(metrics.RPCXDS, typeURL, n) }
+func (x xdsMetrics) Nack(n xds.Nack)                    { x.m.RecordNACK(n.TypeURL) }
+func (x xdsMetrics) Refused(_, _, _ string, _ error)    {} // logged by the Publisher; a translator bug, not a rate
+func (x xdsMetrics) Sent(typeURL string, n int)         { x.m.ResourcesSent(metrics.RPCXDS, typeURL, n) }
+func (x xdsMetrics) Streams(xds.Variant, string, int)   {} // TODO(observability)
+func (x xdsMetrics) ChangeToSend(string, time.Duration) {} // TODO(observability)
+func (x xdsMetrics) SendToAck(string, time.Duration)    {} // TODO(observability)
