@@ -3,15 +3,14 @@ package xds
 import (
 	"context"
 	"errors"
-	"fmt"
+	"log/slog"
 	"sync"
-
-	"github.com/envoyproxy/go-control-plane/pkg/cache/types"
-	cachev3 "github.com/envoyproxy/go-control-plane/pkg/cache/v3"
-	"github.com/envoyproxy/go-control-plane/pkg/log"
-	"google.golang.org/protobuf/proto"
+	"time"
 
 	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
+	cachev3 "github.com/envoyproxy/go-control-plane/pkg/cache/v3"
+	resourcev3 "github.com/envoyproxy/go-control-plane/pkg/resource/v3"
+	"google.golang.org/protobuf/types/known/anypb"
 )
 
 // NodeGroup is the group an xDS client belongs to: its node.cluster, or its
@@ -26,128 +25,277 @@ func NodeGroup(node *corev3.Node) string {
 	return node.GetId()
 }
 
-// groupHash is NodeGroup as go-control-plane's NodeHash.
-type groupHash struct{}
+// servedTypes are the resource types the cache serves, in the order of
+// typeIndex.
+var servedTypes = [...]string{resourcev3.ClusterType, resourcev3.EndpointType, resourcev3.ListenerType}
 
-func (groupHash) ID(node *corev3.Node) string { return NodeGroup(node) }
+// typeIndex returns the index of typeURL in servedTypes, or -1.
+func typeIndex(typeURL string) int {
+	for i, t := range servedTypes {
+		if t == typeURL {
+			return i
+		}
+	}
+	return -1
+}
 
-var _ cachev3.NodeHash = groupHash{}
+// fullState reports whether a State-of-the-World response of typeURL must
+// hold every resource the client subscribes to (CDS and LDS), rather than
+// only those that changed (EDS).
+func fullState(typeURL string) bool {
+	return cachev3.ResourceRequiresFullStateInSotw(typeURL)
+}
 
-// groupCache is the cache behind the xDS server: one go-control-plane
-// LinearCache per node group and resource type, created when first
-// published to or watched.
+// cache is the cache behind go-control-plane's xDS server, and its stream
+// callbacks. It replaces go-control-plane's LinearCache, whose every change
+// and every re-watch after an ACK compares the version of every name a
+// stream subscribes to, so that the cost of a change grew with the names
+// each stream holds rather than with the streams that hold the names that
+// changed.
 //
-// Why LinearCache rather than the SnapshotCache: a snapshot has one version
-// per type, so a State-of-the-World client is sent every resource of a type
-// whenever any one changes (every ClusterLoadAssignment after one endpoint
-// moved), and a NACKed snapshot is sent again at once, in a loop (about
-// 3,000 NACKs a second on loopback, see the xDS client notes). A
-// LinearCache versions each resource and tracks what each stream was sent,
-// so both State-of-the-World (for the types that are not full-state, i.e.
-// EDS) and Delta send exactly the resources that changed, and a stream is
-// never sent again what it was already sent, NACKed or not. It holds one
-// type, hence one per type; it knows no nodes, hence one per group.
+// The cache's guarantees, which its tests check against a model:
+//   - a change of K resources of a group with S streams subscribed to them
+//     costs O(K·S) under the lock; an ACK or re-watch costs what its request
+//     holds (a Delta request's names, a State-of-the-World request's full
+//     list) and nothing proportional to the names a stream already holds;
+//   - every resource version is decoded and validated once (by the
+//     Publisher, see intern), and its bytes are held once, shared by every
+//     group and stream it is sent to;
+//   - a stream is never sent what it was sent already, NACKed or not: each
+//     (stream, type) keeps the version it was last sent of every name;
+//   - a stream that is not reading is sent, when it asks again, the latest
+//     version of each resource that changed meanwhile: changes are merged
+//     into a set of names per (stream, type), never queued;
+//   - publishing never blocks on a stream: a (stream, type) is woken by a
+//     response that is built when the server sends it;
+//   - a group's state goes when nothing is published to it and its last
+//     stream closes.
 //
-// groupCache adds one guard LinearCache lacks: a State-of-the-World client
-// that NACKs the very first response of a type reports no accepted version,
-// which a LinearCache takes as "send everything", so it would resend the
-// rejected resources in a loop. See CreateWatch.
-type groupCache struct {
-	// versionPrefix is prepended to every State-of-the-World version, so
-	// that a restarted server never hands out a version an old client
-	// already has (LinearCache versions are counters from 1).
+// It identifies the stream a watch belongs to through the callbacks: the
+// server calls OnStreamRequest (or OnStreamDeltaRequest) with a request on
+// the stream's goroutine right before it calls CreateWatch (or
+// CreateDeltaWatch) with the same request.
+type cache struct {
 	versionPrefix string
-	logger        log.Logger
+	limits        Limits
+	logger        *slog.Logger
+	metrics       Metrics
+	// report is told of every NACK, outside the lock.
+	report func(Nack)
 
-	mu     sync.Mutex
-	groups map[string]map[string]*cachev3.LinearCache // group → type URL →
+	mu      sync.Mutex
+	groups  map[string]*groupState
+	streams map[streamID]*streamState
+	// requests maps a request being handled to its stream: from the
+	// request callback to the watch it creates.
+	requests map[any]*streamState
+	// interned holds every resource version published to some group.
+	interned map[resourceKey]*resource
+	// version counts changes: State-of-the-World responses carry it as
+	// version_info, Delta responses as system_version_info.
+	version uint64
+	// names counts the names all streams subscribe to (Limits.MaxNames).
+	names int
 }
 
-func newGroupCache(versionPrefix string, logger log.Logger) *groupCache {
-	return &groupCache{versionPrefix: versionPrefix, logger: logger, groups: map[string]map[string]*cachev3.LinearCache{}}
-}
-
-var _ cachev3.Cache = (*groupCache)(nil)
-
-// linear returns the cache of group and typeURL, creating it. Only the
-// types go-control-plane knows are served (an empty cache answers a
-// request for a type nothing publishes), so a client cannot make the server
-// keep caches for arbitrary type URLs.
-func (g *groupCache) linear(group, typeURL string) (*cachev3.LinearCache, error) {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	return g.linearLocked(group, typeURL)
-}
-
-func (g *groupCache) linearLocked(group, typeURL string) (*cachev3.LinearCache, error) {
-	if cachev3.GetResponseType(typeURL) == types.UnknownType {
-		return nil, fmt.Errorf("type %q is not served", typeURL)
+func newCache(versionPrefix string, limits Limits, logger *slog.Logger, metrics Metrics, report func(Nack)) *cache {
+	return &cache{
+		versionPrefix: versionPrefix,
+		limits:        limits.withDefaults(),
+		logger:        logger,
+		metrics:       metrics,
+		report:        report,
+		groups:        map[string]*groupState{},
+		streams:       map[streamID]*streamState{},
+		requests:      map[any]*streamState{},
+		interned:      map[resourceKey]*resource{},
 	}
-	byType := g.groups[group]
-	if byType == nil {
-		byType = map[string]*cachev3.LinearCache{}
-		g.groups[group] = byType
-	}
-	c := byType[typeURL]
-	if c == nil {
-		c = cachev3.NewLinearCache(typeURL, cachev3.WithVersionPrefix(g.versionPrefix), cachev3.WithLogger(g.logger))
-		byType[typeURL] = c
-	}
-	return c, nil
 }
 
-// forget drops group's caches when they hold nothing and nobody watches
-// them, so clients that came and went leave nothing behind.
-func (g *groupCache) forget(group string) {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	for _, c := range g.groups[group] {
-		if c.NumResources() > 0 || c.NumCacheWatches() > 0 {
+var _ cachev3.Cache = (*cache)(nil)
+
+// withDefaults fills the zero limits with their defaults.
+func (l Limits) withDefaults() Limits {
+	def := func(v *int, d int) {
+		if *v <= 0 {
+			*v = d
+		}
+	}
+	def(&l.MaxStreams, DefaultMaxStreams)
+	def(&l.MaxNamesPerStream, DefaultMaxNamesPerStream)
+	def(&l.MaxNames, DefaultMaxNames)
+	def(&l.MaxNodeLength, DefaultMaxNodeLength)
+	return l
+}
+
+// resourceKey names one version of one resource.
+type resourceKey struct{ typeURL, name, version string }
+
+// resource is one validated version of a resource, ready to send. It is
+// never changed once interned: responses on many streams share its Any.
+type resource struct {
+	key resourceKey
+	any *anypb.Any
+	// refs counts the groups that publish it.
+	refs int
+}
+
+func (r *resource) name() string    { return r.key.name }
+func (r *resource) version() string { return r.key.version }
+
+// groupState is what the cache holds for one node group.
+type groupState struct {
+	name  string
+	types [len(servedTypes)]*typeState
+	// watches counts the (stream, type) watches of the group's clients.
+	watches int
+}
+
+// typeState is one type's resources in a group and who subscribes to them.
+type typeState struct {
+	typeURL   string
+	resources map[string]*resource
+	// subscribers holds, by name, the watches that subscribe to it
+	// explicitly; wildcards those that subscribe to every name.
+	subscribers map[string]map[*watch]struct{}
+	wildcards   map[*watch]struct{}
+}
+
+func (c *cache) groupLocked(name string) *groupState {
+	g := c.groups[name]
+	if g == nil {
+		g = &groupState{name: name}
+		for i, t := range servedTypes {
+			g.types[i] = &typeState{
+				typeURL:     t,
+				resources:   map[string]*resource{},
+				subscribers: map[string]map[*watch]struct{}{},
+				wildcards:   map[*watch]struct{}{},
+			}
+		}
+		c.groups[name] = g
+	}
+	return g
+}
+
+// forgetLocked drops g once it holds no resource and no watch.
+func (c *cache) forgetLocked(g *groupState) {
+	if g.watches > 0 || c.groups[g.name] != g {
+		return
+	}
+	for _, t := range g.types {
+		if len(t.resources) > 0 {
 			return
 		}
 	}
-	delete(g.groups, group)
+	delete(c.groups, g.name)
 }
 
-// CreateWatch routes a State-of-the-World watch to its group's cache.
-//
-// A NACK (error_detail set) that carries no version_info rejects the first
-// response of its type on the stream. The subscription already records
-// that response's resources as sent, so nothing is to be sent until they
-// change; but LinearCache sends everything to a request without a version.
-// The request is therefore handed on as if it named a version of this
-// server (a copy: the server keeps the original), which makes the cache
-// wait for a change instead of repeating the rejected response.
-func (g *groupCache) CreateWatch(req *cachev3.Request, sub cachev3.Subscription, out chan cachev3.Response) (func(), error) {
-	// The watch is created under g.mu, so forget cannot drop the cache
-	// between its lookup and the watch.
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	c, err := g.linearLocked(NodeGroup(req.GetNode()), req.GetTypeUrl())
+// interned returns the interned resource of key, if any: a version some
+// group publishes already needs no decoding or validation.
+func (c *cache) internedResource(key resourceKey) *resource {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.interned[key]
+}
+
+// update publishes upserts and withdraws deletes in one type of group, and
+// wakes every watch that now has something to be sent. A resource whose
+// version is already published is left alone. Upserts not yet interned are
+// interned (when two groups validated the same new version at once, the
+// first one interned wins).
+func (c *cache) update(group, typeURL string, upserts []*resource, deletes []string) {
+	if len(upserts) == 0 && len(deletes) == 0 {
+		return
+	}
+	now := time.Now()
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	g := c.groupLocked(group)
+	t := g.types[typeIndex(typeURL)]
+	c.version++
+	woken := map[*watch]struct{}{}
+	for _, r := range upserts {
+		if old := t.resources[r.name()]; old != nil {
+			if old.version() == r.version() {
+				continue
+			}
+			c.releaseLocked(old)
+		}
+		r = c.internLocked(r)
+		t.resources[r.name()] = r
+		c.markLocked(t, r.name(), now, woken)
+	}
+	for _, name := range deletes {
+		old := t.resources[name]
+		if old == nil {
+			continue
+		}
+		delete(t.resources, name)
+		c.releaseLocked(old)
+		c.markLocked(t, name, now, woken)
+	}
+	for w := range woken {
+		w.wakeLocked(c, false)
+	}
+	c.forgetLocked(g)
+}
+
+func (c *cache) internLocked(r *resource) *resource {
+	if in := c.interned[r.key]; in != nil {
+		r = in
+	} else {
+		c.interned[r.key] = r
+	}
+	r.refs++
+	return r
+}
+
+func (c *cache) releaseLocked(r *resource) {
+	r.refs--
+	if r.refs == 0 {
+		delete(c.interned, r.key)
+	}
+}
+
+// markLocked marks name changed for every watch that subscribes to it, and
+// collects in woken those that now have something to send.
+func (c *cache) markLocked(t *typeState, name string, now time.Time, woken map[*watch]struct{}) {
+	for w := range t.subscribers[name] {
+		if w.markLocked(name, now) {
+			woken[w] = struct{}{}
+		}
+	}
+	for w := range t.wildcards {
+		if w.markLocked(name, now) {
+			woken[w] = struct{}{}
+		}
+	}
+}
+
+// CreateWatch opens a State-of-the-World watch: see (*watch).openSotW.
+func (c *cache) CreateWatch(req *cachev3.Request, sub cachev3.Subscription, out chan cachev3.Response) (func(), error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	w, err := c.watchLocked(req, req.GetTypeUrl(), req.GetNode())
 	if err != nil {
 		return nil, err
 	}
-	if req.GetErrorDetail() != nil && req.GetVersionInfo() == "" {
-		req = proto.Clone(req).(*cachev3.Request)
-		req.VersionInfo = g.versionPrefix + "rejected"
-	}
-	return c.CreateWatch(req, sub, out)
+	return w.openSotWLocked(c, req, sub, out), nil
 }
 
-// CreateDeltaWatch routes a Delta watch to its group's cache. Delta needs
-// no guard: LinearCache answers a Delta request that carries a nonce (as
-// every NACK does) only with changes.
-func (g *groupCache) CreateDeltaWatch(req *cachev3.DeltaRequest, sub cachev3.Subscription, out chan cachev3.DeltaResponse) (func(), error) {
-	g.mu.Lock() // as in CreateWatch
-	defer g.mu.Unlock()
-	c, err := g.linearLocked(NodeGroup(req.GetNode()), req.GetTypeUrl())
+// CreateDeltaWatch opens a Delta watch: see (*watch).openDelta.
+func (c *cache) CreateDeltaWatch(req *cachev3.DeltaRequest, sub cachev3.Subscription, out chan cachev3.DeltaResponse) (func(), error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	w, err := c.watchLocked(req, req.GetTypeUrl(), req.GetNode())
 	if err != nil {
 		return nil, err
 	}
-	return c.CreateDeltaWatch(req, sub, out)
+	return w.openDeltaLocked(c, req, sub, out), nil
 }
 
 // Fetch is not served: the REST (polling) xDS variant is not registered.
-func (g *groupCache) Fetch(context.Context, *cachev3.Request) (cachev3.Response, error) {
+func (c *cache) Fetch(context.Context, *cachev3.Request) (cachev3.Response, error) {
 	return nil, errors.New("fetch is not served")
 }

@@ -9,8 +9,9 @@ import (
 	"sync"
 	"time"
 
-	"github.com/envoyproxy/go-control-plane/pkg/cache/types"
 	resourcev3 "github.com/envoyproxy/go-control-plane/pkg/resource/v3"
+	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/types/known/anypb"
 
 	"github.com/tributary-dev/tributary/translate"
 )
@@ -92,8 +93,7 @@ type Metrics interface {
 // the bad one, so a resource that fails is not published and the last good
 // version of it, if any, keeps serving.
 type Publisher struct {
-	cache   *groupCache
-	tracker *nackTracker
+	cache   *cache
 	grace   time.Duration
 	logger  *slog.Logger
 	metrics Metrics
@@ -120,7 +120,7 @@ type group struct {
 // published tracks the resources of one type published to a group.
 type published struct {
 	// versions maps every published name to the version (translate's
-	// content hash) of what is published under it; Listeners have "".
+	// content hash) of what is published under it.
 	versions map[string]string
 	// stale holds the names no live Publication has published: those of a
 	// Publication that ended or was taken over, which its successor has not
@@ -140,7 +140,6 @@ func NewPublisher(opts Options) *Publisher {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	p := &Publisher{
-		cache:   newGroupCache(newVersionPrefix(), slogAdapter{logger}),
 		grace:   max(opts.WithdrawGrace, 0),
 		logger:  logger,
 		metrics: opts.Metrics,
@@ -148,17 +147,13 @@ func NewPublisher(opts Options) *Publisher {
 		cancel:  cancel,
 		groups:  map[string]*group{},
 	}
-	p.tracker = newNackTracker(p.nacked, func(typeURL string, n int) {
-		if p.metrics != nil {
-			p.metrics.Sent(typeURL, n)
-		}
-	})
+	p.cache = newCache(newVersionPrefix(), opts.Limits, logger, opts.Metrics, p.nacked)
 	return p
 }
 
 // newVersionPrefix returns "<16 random hex digits>-": State-of-the-World
 // versions start with it, so versions of a restarted server never repeat
-// those of an earlier one (LinearCache's counters restart at 1).
+// those of an earlier one (the cache's counter restarts at 1).
 func newVersionPrefix() string {
 	var id [8]byte
 	_, _ = rand.Read(id[:]) // never fails (it crashes the program instead)
@@ -241,24 +236,8 @@ type Changes struct {
 // and changes nothing after Close.
 func (pub *Publication) Apply(c Changes) error {
 	p := pub.p
-	clusters := make(map[string]types.Resource, len(c.Clusters))
-	for _, r := range c.Clusters {
-		if cl, err := decodeCluster(r); err != nil {
-			p.refused(pub.group.name, resourcev3.ClusterType, r.Name, err)
-			clusters[r.Name] = nil // claimed, but the last good version stays
-		} else {
-			clusters[r.Name] = cl
-		}
-	}
-	clas := make(map[string]types.Resource, len(c.ClusterLoadAssignments))
-	for _, r := range c.ClusterLoadAssignments {
-		if cla, err := decodeClusterLoadAssignment(r); err != nil {
-			p.refused(pub.group.name, resourcev3.EndpointType, r.Name, err)
-			clas[r.Name] = nil
-		} else {
-			clas[r.Name] = cla
-		}
-	}
+	clusters := p.prepare(pub.group.name, resourcev3.ClusterType, c.Clusters, clusterBody)
+	clas := p.prepare(pub.group.name, resourcev3.EndpointType, c.ClusterLoadAssignments, clusterLoadAssignmentBody)
 
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -269,72 +248,93 @@ func (pub *Publication) Apply(c Changes) error {
 		return nil
 	}
 	g := pub.group
-	p.updateLocked(g, resourcev3.ClusterType, versionsOf(c.Clusters), clusters, c.RemovedClusters)
-	p.updateLocked(g, resourcev3.EndpointType, versionsOf(c.ClusterLoadAssignments), clas, c.RemovedClusterLoadAssignments)
+	p.updateLocked(g, resourcev3.ClusterType, clusters, c.RemovedClusters)
+	p.updateLocked(g, resourcev3.EndpointType, clas, c.RemovedClusterLoadAssignments)
 	if pub.opts.Listeners {
-		listeners := make(map[string]types.Resource, len(c.Clusters))
-		versions := make(map[string]string, len(c.Clusters))
+		listeners := make(map[string]*resource, len(c.Clusters))
 		published := g.published(resourcev3.ClusterType).versions
-		publishedListeners := g.published(resourcev3.ListenerType).versions
 		for _, r := range c.Clusters {
 			if _, ok := published[r.Name]; !ok {
 				continue // refused, with no good version: a Listener would lead nowhere
 			}
-			versions[r.Name] = ""
-			if _, ok := publishedListeners[r.Name]; ok {
-				// A Listener depends on the Cluster's name alone: the one
-				// published stands. A nil entry still marks it fresh.
-				listeners[r.Name] = nil
-				continue
-			}
-			l := BuildListener(r.Name)
-			if err := checkListener(l); err != nil {
-				p.refused(g.name, resourcev3.ListenerType, r.Name, err)
-				listeners[r.Name] = nil
-			} else {
-				listeners[r.Name] = l
-			}
+			listeners[r.Name] = p.listener(g.name, r.Name)
 		}
-		p.updateLocked(g, resourcev3.ListenerType, versions, listeners, c.RemovedClusters)
+		p.updateLocked(g, resourcev3.ListenerType, listeners, c.RemovedClusters)
 	}
 	return nil
 }
 
-func versionsOf(rs []translate.Resource) map[string]string {
-	v := make(map[string]string, len(rs))
+// prepare turns rs into resources ready to send: a version that some group
+// publishes already is taken as it is; any other is checked by body, which
+// returns the bytes to serve. A resource that fails is logged, counted and
+// mapped to nil, so that it keeps its last good version.
+func (p *Publisher) prepare(group, typeURL string, rs []translate.Resource, body func(translate.Resource) ([]byte, error)) map[string]*resource {
+	out := make(map[string]*resource, len(rs))
 	for _, r := range rs {
-		v[r.Name] = r.Version
+		key := resourceKey{typeURL: typeURL, name: r.Name, version: r.Version}
+		if in := p.cache.internedResource(key); in != nil {
+			out[r.Name] = in
+			continue
+		}
+		b, err := body(r)
+		if err != nil {
+			p.refused(group, typeURL, r.Name, err)
+			out[r.Name] = nil
+			continue
+		}
+		out[r.Name] = &resource{key: key, any: &anypb.Any{TypeUrl: typeURL, Value: b}}
 	}
-	return v
+	return out
 }
 
-// updateLocked publishes resources (nil for one that failed validation),
-// whose versions are in versions, and withdraws removed, for one type.
-// Names published again stop being stale; a resource whose version is
-// already published is not touched, so its clients see nothing.
-func (p *Publisher) updateLocked(g *group, typeURL string, versions map[string]string, resources map[string]types.Resource, removed []string) {
+// listener returns the Listener of the Cluster named name (see
+// BuildListener), or nil if it fails its check. It depends on the name
+// alone, so its version is a constant.
+func (p *Publisher) listener(group, name string) *resource {
+	key := resourceKey{typeURL: resourcev3.ListenerType, name: name, version: listenerVersion}
+	if in := p.cache.internedResource(key); in != nil {
+		return in
+	}
+	l := BuildListener(name)
+	if err := checkListener(l); err != nil {
+		p.refused(group, resourcev3.ListenerType, name, err)
+		return nil
+	}
+	b, err := proto.MarshalOptions{Deterministic: true}.Marshal(l)
+	if err != nil {
+		p.refused(group, resourcev3.ListenerType, name, err)
+		return nil
+	}
+	return &resource{key: key, any: &anypb.Any{TypeUrl: resourcev3.ListenerType, Value: b}}
+}
+
+// updateLocked publishes resources (nil for one that failed validation)
+// and withdraws removed, for one type. Names published again stop being
+// stale; a resource whose version is already published is not touched, so
+// its clients see nothing.
+func (p *Publisher) updateLocked(g *group, typeURL string, resources map[string]*resource, removed []string) {
 	t := g.published(typeURL)
-	toUpdate := map[string]types.Resource{}
-	var toDelete []string
+	var upserts []*resource
+	var deletes []string
 	for name, res := range resources {
 		delete(t.stale, name)
 		if res == nil {
 			continue
 		}
-		if v, ok := t.versions[name]; ok && v == versions[name] {
+		if v, ok := t.versions[name]; ok && v == res.version() {
 			continue
 		}
-		toUpdate[name] = res
-		t.versions[name] = versions[name]
+		upserts = append(upserts, res)
+		t.versions[name] = res.version()
 	}
 	for _, name := range removed {
 		delete(t.stale, name)
 		if _, ok := t.versions[name]; ok {
 			delete(t.versions, name)
-			toDelete = append(toDelete, name)
+			deletes = append(deletes, name)
 		}
 	}
-	p.writeLocked(g.name, typeURL, toUpdate, toDelete)
+	p.cache.update(g.name, typeURL, upserts, deletes)
 }
 
 func (g *group) published(typeURL string) *published {
@@ -344,22 +344,6 @@ func (g *group) published(typeURL string) *published {
 		g.types[typeURL] = t
 	}
 	return t
-}
-
-// writeLocked hands changes to the group's cache, which sends them.
-func (p *Publisher) writeLocked(group, typeURL string, toUpdate map[string]types.Resource, toDelete []string) {
-	if len(toUpdate) == 0 && len(toDelete) == 0 {
-		return
-	}
-	c, err := p.cache.linear(group, typeURL)
-	if err == nil {
-		err = c.UpdateResources(toUpdate, toDelete)
-	}
-	if err != nil {
-		// Only marshalling a resource can fail, and every one was decoded
-		// from bytes and validated.
-		p.logger.Error("cannot publish xDS resources", "group", group, "type", typeURL, "error", err)
-	}
 }
 
 // Close ends the Publication. If it still owns the group, what it published
@@ -421,7 +405,7 @@ func (p *Publisher) withdrawLocked(g *group) {
 		}
 		clear(t.stale)
 		withdrawn += len(toDelete)
-		p.writeLocked(g.name, typeURL, nil, toDelete)
+		p.cache.update(g.name, typeURL, nil, toDelete)
 	}
 	if withdrawn > 0 {
 		p.logger.Info("withdrew xDS resources", "group", g.name, "resources", withdrawn)
@@ -435,7 +419,6 @@ func (p *Publisher) withdrawLocked(g *group) {
 		}
 	}
 	delete(p.groups, g.name)
-	p.cache.forget(g.name)
 }
 
 // refused logs and counts a resource that failed validation.
@@ -480,3 +463,7 @@ func (p *Publisher) Shutdown() {
 		}
 	}
 }
+
+// listenerVersion is the version of every Listener: one depends on its
+// Cluster's name alone. Change it when BuildListener changes.
+const listenerVersion = "listener-1"

@@ -20,7 +20,7 @@ import (
 // variants. NACKs on any of them are reported (see Nack).
 func (p *Publisher) Register(s *grpc.Server) {
 	// The logger option is shared by the State-of-the-World and Delta servers.
-	srv := serverv3.NewServer(p.ctx, p.cache, p.tracker, sotwv3.WithLogger(slogAdapter{p.logger}))
+	srv := serverv3.NewServer(p.ctx, p.cache, p.cache, sotwv3.WithLogger(slogAdapter{p.logger}))
 	discoveryservice.RegisterAggregatedDiscoveryServiceServer(s, srv)
 	clusterservice.RegisterClusterDiscoveryServiceServer(s, srv)
 	endpointservice.RegisterEndpointDiscoveryServiceServer(s, srv)

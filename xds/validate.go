@@ -12,9 +12,10 @@ import (
 	"github.com/tributary-dev/tributary/translate"
 )
 
-// decodeCluster decodes r (its bytes are decoded once, here), checks it as
-// every served resource must be checked, and points its EDS at this
-// server's ADS stream.
+// clusterBody decodes r, checks it as every served resource must be
+// checked, points its EDS at this server's ADS stream, and returns it
+// encoded again. The Publisher calls it once per Cluster version (see
+// Publisher.prepare).
 //
 // The translator's Cluster names the Envoy cluster that serves its
 // endpoints (Settings.xds_cluster_name, Contour's by default): right when
@@ -23,7 +24,7 @@ import (
 // its ClusterLoadAssignment over one ADS stream, so eds_config says "ads".
 // gRPC's xDS client requires exactly that, and NACKs any other EDS config
 // source ("CDS's EDS config source is not ADS or Self").
-func decodeCluster(r translate.Resource) (*clusterv3.Cluster, error) {
+func clusterBody(r translate.Resource) ([]byte, error) {
 	c := new(clusterv3.Cluster)
 	if err := proto.Unmarshal(r.Body, c); err != nil {
 		return nil, fmt.Errorf("decoding: %w", err)
@@ -40,14 +41,15 @@ func decodeCluster(r translate.Resource) (*clusterv3.Cluster, error) {
 	if err := c.ValidateAll(); err != nil {
 		return nil, err
 	}
-	return c, nil
+	return proto.MarshalOptions{Deterministic: true}.Marshal(c)
 }
 
-// decodeClusterLoadAssignment decodes r and checks it with ValidateAll and
+// clusterLoadAssignmentBody decodes r and checks it with ValidateAll and
 // envoy.CheckClusterLoadAssignment, which catches what real clients NACK but
 // the generated validators let through (duplicate localities or addresses,
-// no weighted locality).
-func decodeClusterLoadAssignment(r translate.Resource) (*endpointv3.ClusterLoadAssignment, error) {
+// no weighted locality). It returns r's own bytes: they are served as they
+// are, shared with the session that made them (never changed once made).
+func clusterLoadAssignmentBody(r translate.Resource) ([]byte, error) {
 	cla := new(endpointv3.ClusterLoadAssignment)
 	if err := proto.Unmarshal(r.Body, cla); err != nil {
 		return nil, fmt.Errorf("decoding: %w", err)
@@ -61,5 +63,5 @@ func decodeClusterLoadAssignment(r translate.Resource) (*endpointv3.ClusterLoadA
 	if err := envoy.CheckClusterLoadAssignment(cla); err != nil {
 		return nil, err
 	}
-	return cla, nil
+	return r.Body, nil
 }
