@@ -1,6 +1,12 @@
 package xds
 
-import "time"
+import (
+	"cmp"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+)
 
 // Variant is the xDS protocol variant a stream speaks.
 type Variant string
@@ -77,12 +83,101 @@ type GroupTypeStatus struct {
 }
 
 // Streams returns the status of every open xDS stream, sorted by ID.
-func (p *Publisher) Streams() []StreamStatus {
-	return nil // TODO(cache): filled by the stream state of the new cache
-}
+func (p *Publisher) Streams() []StreamStatus { return p.cache.streamStatus() }
 
 // Groups returns what every node group is served, sorted by name; with
 // versions, each type's Versions is filled.
 func (p *Publisher) Groups(versions bool) []GroupStatus {
-	return nil // TODO(cache)
+	statuses := p.cache.groupStatus(versions)
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for i := range statuses {
+		if g := p.groups[statuses[i].Name]; g != nil && g.owner != nil {
+			statuses[i].Published = true
+		}
+	}
+	return statuses
+}
+
+func (c *cache) streamStatus() []StreamStatus {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	out := make([]StreamStatus, 0, len(c.streams))
+	for _, st := range c.streams {
+		s := StreamStatus{
+			ID:             st.id.String(),
+			NodeID:         clipTo(st.node.GetId(), c.limits.MaxNodeLength),
+			Group:          clipTo(NodeGroup(st.node), c.limits.MaxNodeLength),
+			Variant:        st.id.variant,
+			ConnectedSince: st.openedAt,
+			Types:          make([]TypeStatus, 0, len(st.watches)),
+		}
+		for typeURL, w := range st.watches {
+			r := &w.response
+			s.Types = append(s.Types, TypeStatus{
+				TypeURL:    typeURL,
+				Wildcard:   w.wildcard,
+				Names:      len(w.names),
+				Pending:    len(w.changed),
+				LastSent:   r.version,
+				LastAcked:  r.lastAcked,
+				LastNacked: r.lastNacked,
+				NackDetail: r.nackDetail,
+				SentAt:     r.sentAt,
+				AckedAt:    r.ackedAt,
+			})
+		}
+		slices.SortFunc(s.Types, func(a, b TypeStatus) int { return strings.Compare(a.TypeURL, b.TypeURL) })
+		out = append(out, s)
+	}
+	slices.SortFunc(out, func(a, b StreamStatus) int {
+		if a.Variant != b.Variant {
+			return strings.Compare(string(a.Variant), string(b.Variant))
+		}
+		return cmp.Compare(streamNumber(a.ID), streamNumber(b.ID))
+	})
+	return out
+}
+
+// streamNumber is the number in a StreamStatus.ID, so that IDs sort as
+// numbers.
+func streamNumber(id string) int64 {
+	_, n, _ := strings.Cut(id, "-")
+	v, _ := strconv.ParseInt(n, 10, 64)
+	return v
+}
+
+func (c *cache) groupStatus(versions bool) []GroupStatus {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	// A stream's watches are all in its node's group.
+	streams := map[*groupState]int{}
+	for _, st := range c.streams {
+		for _, w := range st.watches {
+			if w.group != nil {
+				streams[w.group]++
+				break
+			}
+		}
+	}
+	out := make([]GroupStatus, 0, len(c.groups))
+	for _, g := range c.groups {
+		s := GroupStatus{Name: g.name, Streams: streams[g]}
+		for _, t := range g.types {
+			if len(t.resources) == 0 {
+				continue
+			}
+			ts := GroupTypeStatus{TypeURL: t.typeURL, Resources: len(t.resources)}
+			if versions {
+				ts.Versions = make(map[string]string, len(t.resources))
+				for name, r := range t.resources {
+					ts.Versions[name] = r.version()
+				}
+			}
+			s.Types = append(s.Types, ts)
+		}
+		out = append(out, s)
+	}
+	slices.SortFunc(out, func(a, b GroupStatus) int { return strings.Compare(a.Name, b.Name) })
+	return out
 }
