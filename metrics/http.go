@@ -33,11 +33,15 @@ func (m *Metrics) Ready() bool {
 //   - /healthz: 200 while the process can answer HTTP at all (liveness:
 //     nothing else is checked, so a busy translation never gets the process
 //     restarted);
-//   - /readyz: 200 while ready (see SetReady), else 503.
+//   - /readyz: 200 while ready (see SetReady), else 503;
+//   - every route of extra.
 //
 // Any other path is 404.
-func (m *Metrics) Handler() http.Handler {
+func (m *Metrics) Handler(extra ...Route) http.Handler {
 	mux := http.NewServeMux()
+	for _, r := range extra {
+		mux.Handle(r.Pattern, r.Handler)
+	}
 	mux.Handle("GET /metrics", promhttp.HandlerFor(m.registry, promhttp.HandlerOpts{
 		Registry:          m.registry, // counts failed scrapes in promhttp_metric_handler_errors_total
 		EnableOpenMetrics: true,
@@ -53,6 +57,17 @@ func (m *Metrics) Handler() http.Handler {
 		writeProbe(w, http.StatusServiceUnavailable, "not ready\n")
 	})
 	return mux
+}
+
+// Route is an endpoint that another package serves on the metrics
+// listener, beside the metrics and probes: debugging endpoints such as the
+// xDS server's status, which belong on this private, plain-HTTP port rather
+// than on the gRPC ports clients reach. This package knows nothing of what
+// they serve.
+type Route struct {
+	// Pattern is an http.ServeMux pattern, such as "GET /debug/xds".
+	Pattern string
+	Handler http.Handler
 }
 
 func writeProbe(w http.ResponseWriter, code int, body string) {

@@ -35,6 +35,27 @@ const (
 // endpoints, tens of seconds), a factor of four apart.
 var translationBuckets = prometheus.ExponentialBuckets(0.0001, 4, 10)
 
+// xdsLatencyBuckets span an xDS response on loopback (about 100µs) to a
+// client that reads or ACKs after seconds (a stalled Envoy, a connection
+// about to die), at 1, 2 and 5 per decade: finer than translationBuckets
+// where the targets are (a 2ms boundary for a single change, 200ms and
+// 500ms around a rollout's), and each boundary a number an operator reads
+// at a glance in le="...".
+var xdsLatencyBuckets = []float64{
+	0.0001, 0.0002, 0.0005,
+	0.001, 0.002, 0.005,
+	0.01, 0.02, 0.05,
+	0.1, 0.2, 0.5,
+	1, 2, 5,
+	10,
+}
+
+// XDSVariants are the variant label values of tributary_xds_streams: the
+// xDS protocol variants, as package xds names them (xds.SotW, xds.Delta;
+// this package does not import xds, so a test of the command that joins
+// them checks the two agree).
+var XDSVariants = []string{"sotw", "delta"}
+
 // Metrics owns a Prometheus registry holding the gRPC server metrics, Go
 // runtime and process metrics, and Tributary's own. It is safe for
 // concurrent use.
@@ -52,6 +73,9 @@ type Metrics struct {
 	deltasCoalesced     prometheus.Counter
 	batchesRejected     prometheus.Counter
 	nacks               *prometheus.CounterVec
+	xdsStreams          *prometheus.GaugeVec
+	xdsChangeToSend     *prometheus.HistogramVec
+	xdsSendToAck        *prometheus.HistogramVec
 
 	probes probes
 }
@@ -91,6 +115,20 @@ func New() *Metrics {
 			Name: "tributary_xds_nacks_total",
 			Help: "xDS responses a client rejected (NACKed), by resource type.",
 		}, []string{"type"}),
+		xdsStreams: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "tributary_xds_streams",
+			Help: "xDS streams open now, by protocol variant (sotw, delta) and each resource type they have asked for; a stream asking for several types counts once per type.",
+		}, []string{"variant", "type"}),
+		xdsChangeToSend: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    "tributary_xds_change_to_send_seconds",
+			Help:    "Time from a change being published by a Sync session to the xDS response carrying it being sent, per response, by resource type (the oldest change a response carries).",
+			Buckets: xdsLatencyBuckets,
+		}, []string{"type"}),
+		xdsSendToAck: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    "tributary_xds_send_to_ack_seconds",
+			Help:    "Time from an xDS response being sent to the client accepting it (ACK), by resource type.",
+			Buckets: xdsLatencyBuckets,
+		}, []string{"type"}),
 	}
 	m.registry.MustRegister(
 		m.grpc,
@@ -98,6 +136,7 @@ func New() *Metrics {
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 		m.sessionsActive, m.sessionObjects, m.translationDuration,
 		m.resourcesSent, m.deltasCoalesced, m.batchesRejected, m.nacks,
+		m.xdsStreams, m.xdsChangeToSend, m.xdsSendToAck,
 	)
 	// Series that exist before their first event, so a dashboard shows 0
 	// rather than no data and rate() sees the first increment.
@@ -114,6 +153,11 @@ func New() *Metrics {
 	}
 	for _, typeURL := range xdsTypes {
 		m.nacks.WithLabelValues(TypeLabel(typeURL))
+		m.xdsChangeToSend.WithLabelValues(TypeLabel(typeURL))
+		m.xdsSendToAck.WithLabelValues(TypeLabel(typeURL))
+		for _, variant := range XDSVariants {
+			m.xdsStreams.WithLabelValues(variant, TypeLabel(typeURL))
+		}
 	}
 	return m
 }
@@ -223,6 +267,34 @@ func (m *Metrics) RecordNACK(typeURL string) {
 		return
 	}
 	m.nacks.WithLabelValues(TypeLabel(typeURL)).Inc()
+}
+
+// AddXDSStreams adds n (negative to subtract) to the xDS streams of
+// variant (one of XDSVariants) open now that have asked for typeURL. A
+// stream that closes subtracts what it added.
+func (m *Metrics) AddXDSStreams(variant, typeURL string, n int) {
+	if m == nil || n == 0 {
+		return
+	}
+	m.xdsStreams.WithLabelValues(variant, TypeLabel(typeURL)).Add(float64(n))
+}
+
+// ObserveXDSChangeToSend records that an xDS response of typeURL was sent
+// d after the oldest change it carries was published.
+func (m *Metrics) ObserveXDSChangeToSend(typeURL string, d time.Duration) {
+	if m == nil {
+		return
+	}
+	m.xdsChangeToSend.WithLabelValues(TypeLabel(typeURL)).Observe(d.Seconds())
+}
+
+// ObserveXDSSendToAck records that a client ACKed an xDS response of
+// typeURL d after it was sent.
+func (m *Metrics) ObserveXDSSendToAck(typeURL string, d time.Duration) {
+	if m == nil {
+		return
+	}
+	m.xdsSendToAck.WithLabelValues(TypeLabel(typeURL)).Observe(d.Seconds())
 }
 
 // TypeLabel is the type label of a resource type URL: its message name,
