@@ -1,6 +1,7 @@
 // Command tributary translates Contour ExtensionServices into Envoy Clusters
 // and weighted ClusterLoadAssignments, as a gRPC service (serve) or once,
-// from manifests on disk (translate).
+// from manifests on disk (translate), and shows what a running server's xDS
+// clients were sent (xds status).
 package main
 
 import (
@@ -20,6 +21,7 @@ weighted ClusterLoadAssignments.
 Usage:
   tributary serve [flags]        serve the gRPC API (and, with flags, xDS and metrics)
   tributary translate [flags]    translate manifests once and print the result
+  tributary xds status [flags]   show the xDS clients of a running server and what they were sent
   tributary version              print the version
 
 Run "tributary COMMAND -h" for the flags of a command.
@@ -58,6 +60,8 @@ func run(ctx context.Context, args []string, std stdio) int {
 		return runServe(ctx, rest, std)
 	case "translate":
 		return runTranslate(ctx, rest, std)
+	case "xds":
+		return runXDS(ctx, rest, std)
 	case "version":
 		return runVersion(rest, std)
 	case "help", "-h", "-help", "--help":

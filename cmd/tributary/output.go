@@ -82,16 +82,26 @@ func render(resp *tributaryv1.TranslateResponse, format string) ([]byte, error) 
 		t.Statuses = append(t.Statuses, statusOf(s))
 	}
 
+	out, err := indentedJSON(t)
+	if err != nil {
+		return nil, err
+	}
+	if format == "yaml" {
+		return yaml.JSONToYAML(out)
+	}
+	return out, nil
+}
+
+// indentedJSON is how every command prints JSON: indented by two spaces,
+// with a final newline.
+func indentedJSON(v any) ([]byte, error) {
 	var buf bytes.Buffer
 	enc := json.NewEncoder(&buf)
 	// Certificates and messages stay readable: no \u003c for '<'.
 	enc.SetEscapeHTML(false)
 	enc.SetIndent("", "  ")
-	if err := enc.Encode(t); err != nil {
+	if err := enc.Encode(v); err != nil {
 		return nil, err
-	}
-	if format == "yaml" {
-		return yaml.JSONToYAML(buf.Bytes())
 	}
 	return buf.Bytes(), nil
 }

@@ -20,7 +20,7 @@ import (
 // 0.0.0.0:8081 with mutual TLS or behind a NetworkPolicy.
 const defaultAddress = "127.0.0.1:8081"
 
-const serveSynopsis = "tributary serve [--address 127.0.0.1:8081] [--max-message-size 64MiB] [--log-level info] [--shutdown-timeout 10s] [--metrics-address host:port] [--xds-address host:port] [--xds-withdraw-grace 30s] [--tls-cert-file FILE --tls-key-file FILE [--tls-client-ca-file FILE [--tls-allowed-client-sans SAN,...] [--xds-tls-allowed-client-sans SAN,...]]] [--max-sessions 1000] [--max-batch-objects 100000] [--max-session-bytes 512MiB] [--max-concurrent-streams 16]"
+const serveSynopsis = "tributary serve [--address 127.0.0.1:8081] [--max-message-size 64MiB] [--log-level info] [--shutdown-timeout 10s] [--metrics-address host:port] [--xds-address host:port] [--xds-withdraw-grace 30s] [--xds-max-streams 4096] [--xds-max-names-per-stream 50000] [--xds-max-names 1000000] [--xds-max-node-length 1024] [--xds-max-streams-per-connection 100] [--xds-max-request-bytes 4MiB] [--tls-cert-file FILE --tls-key-file FILE [--tls-client-ca-file FILE [--tls-allowed-client-sans SAN,...] [--xds-tls-allowed-client-sans SAN,...]]] [--max-sessions 1000] [--max-batch-objects 100000] [--max-session-bytes 512MiB] [--max-concurrent-streams 16]"
 
 // runServe serves TranslationService (with health and reflection) until
 // SIGTERM or SIGINT, then drains: open Sync calls end at once with
@@ -50,6 +50,10 @@ func runServe(ctx context.Context, args []string, std stdio) int {
 		return 2
 	}
 	if err := limits.check(); err != nil {
+		std.errorf("tributary serve: %v\n", err)
+		return 2
+	}
+	if err := xdsFlags.check(); err != nil {
 		std.errorf("tributary serve: %v\n", err)
 		return 2
 	}
@@ -108,7 +112,7 @@ func runServe(ctx context.Context, args []string, std stdio) int {
 	// Logged before Serve so that it is the first line: the kernel already
 	// queues connections on lis, and nothing else can log before a call.
 	logger.Info("serving gRPC", "address", lis.Addr().String())
-	metricsEndpoint.serve(logger)
+	metricsEndpoint.serve(logger, xdsEndpoint.debugRoutes()...)
 	xdsEndpoint.serve(logger)
 	// Ready as Serve starts: the listener already queues connections, and a
 	// call answered thus always finds /readyz ready.

@@ -27,7 +27,7 @@ type metricsFlags struct {
 func registerMetricsFlags(fs *flag.FlagSet) *metricsFlags {
 	f := &metricsFlags{}
 	fs.StringVar(&f.address, "metrics-address", "",
-		"`host:port` serving Prometheus /metrics, /healthz and /readyz over HTTP, such as 127.0.0.1:9090 or 0.0.0.0:9090 for a scraper in the cluster; empty (the default) serves none and records no metrics")
+		"`host:port` serving Prometheus /metrics, /healthz, /readyz and (with --xds-address) /debug/xds over HTTP, such as 127.0.0.1:9090 or 0.0.0.0:9090 for a scraper in the cluster; empty (the default) serves none and records no metrics")
 	return f
 }
 
@@ -57,8 +57,9 @@ func (f *metricsFlags) listen() (*metricsEndpoint, error) {
 		metrics: m,
 		lis:     lis,
 		// A scraper is on a trusted network but may still be slow or
-		// broken: bound how long it may hold a connection.
-		server: &http.Server{Handler: m.Handler(), ReadHeaderTimeout: 10 * time.Second, IdleTimeout: time.Minute},
+		// broken: bound how long it may hold a connection. The handler is
+		// set by serve, once the endpoints of other servers are known.
+		server: &http.Server{ReadHeaderTimeout: 10 * time.Second, IdleTimeout: time.Minute},
 		failed: make(chan error, 1),
 	}, nil
 }
@@ -71,12 +72,15 @@ func (e *metricsEndpoint) Metrics() *metrics.Metrics {
 	return e.metrics
 }
 
-// serve starts serving HTTP, after logging the address actually listened
-// on (--metrics-address 127.0.0.1:0 picks a free port).
-func (e *metricsEndpoint) serve(logger *slog.Logger) {
+// serve starts serving HTTP, the metrics and probes and the debugging
+// endpoints of other servers (debug: the xDS status), after logging the
+// address actually listened on (--metrics-address 127.0.0.1:0 picks a free
+// port).
+func (e *metricsEndpoint) serve(logger *slog.Logger, debug ...metrics.Route) {
 	if e == nil {
 		return
 	}
+	e.server.Handler = e.metrics.Handler(debug...)
 	logger.Info("serving metrics", "address", e.lis.Addr().String())
 	go func() {
 		if err := e.server.Serve(e.lis); !errors.Is(err, http.ErrServerClosed) {

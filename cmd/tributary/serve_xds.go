@@ -1,9 +1,14 @@
 package main
 
 import (
+	"encoding/json"
 	"flag"
+	"fmt"
 	"log/slog"
+	"math"
 	"net"
+	"net/http"
+	"strconv"
 	"time"
 
 	"google.golang.org/grpc"
@@ -19,24 +24,96 @@ import (
 // own).
 const xdsStopTimeout = 2 * time.Second
 
+// The defaults of the xDS port's gRPC limits, and why they fit the
+// deployment's 1 GiB pod (deploy/base/deployment.yaml), where six Sync
+// sessions may hold 768 MiB and the xDS server, its clients and the
+// runtime share what is left.
+const (
+	// defaultXDSMaxStreamsPerConnection is HTTP/2's recommended minimum
+	// (RFC 9113, 6.5.2), which clients expect; a legitimate one opens one
+	// ADS stream (Envoy, gRPC) or one per type (three or four), so only a
+	// client opening streams in a loop meets it, and its extra streams wait
+	// for one to end instead of piling up. The streams of all connections
+	// together are bounded by --xds-max-streams.
+	defaultXDSMaxStreamsPerConnection = 100
+	// defaultXDSMaxRequestBytes is gRPC's own default. The largest request
+	// a legitimate client sends is a State-of-the-World subscription that
+	// names every resource it wants: at --xds-max-names-per-stream
+	// (50,000) names of about 60 bytes ("extension/<namespace>/<name>"),
+	// about 3 MiB. A request is held only while it is read, and only if
+	// the client sends all of it; but one connection at the defaults can
+	// make the server hold 100 × 4 MiB, more than the pod has room for.
+	// This bound is against a client's bug (one giant subscription); its
+	// malice is kept off the port by mutual TLS and
+	// --xds-tls-allowed-client-sans, which admit only the Envoys and gRPC
+	// clients meant to use it.
+	defaultXDSMaxRequestBytes = 4 << 20
+	// xdsMaxHeaderListSize replaces gRPC's default of 16 MiB of request
+	// headers per stream: xDS clients send a few hundred bytes (path,
+	// authority, content type, user agent), so 64 KiB is far above any of
+	// them, and 100 streams at the limit hold 6.4 MiB.
+	xdsMaxHeaderListSize = 64 << 10
+)
+
 // xdsFlags are serve's xDS flags.
 type xdsFlags struct {
 	address string
 	grace   time.Duration
+	// limits bound what xDS clients can make the Publisher hold; it
+	// enforces them.
+	limits xds.Limits
+	// streamsPerConnection and requestBytes bound the gRPC server itself.
+	streamsPerConnection int
+	requestBytes         byteSize
 	// credentials secure the listener (the TLS flags, see serve_tls.go);
 	// nil serves plaintext.
 	credentials credentials.TransportCredentials
 }
 
-// registerXDSFlags adds --xds-address and --xds-withdraw-grace to fs. xDS is
-// off by default: Sync sessions then cannot name a node group.
+// registerXDSFlags adds --xds-address, --xds-withdraw-grace and the xDS
+// limits to fs. xDS is off by default: Sync sessions then cannot name a
+// node group.
 func registerXDSFlags(fs *flag.FlagSet) *xdsFlags {
-	f := &xdsFlags{}
+	f := &xdsFlags{requestBytes: defaultXDSMaxRequestBytes}
 	fs.StringVar(&f.address, "xds-address", "",
 		"`host:port` serving xDS (ADS, CDS, EDS and LDS, State of the World and Delta) with the resources of Sync sessions that name an xds_node_group; a client's group is its node.cluster, or its node.id when that is empty. Empty (the default) serves none")
 	fs.DurationVar(&f.grace, "xds-withdraw-grace", 30*time.Second,
 		"how long a node group's resources stay served after the Sync session that published them ends, so a session that reconnects in time changes nothing for xDS clients")
+	fs.IntVar(&f.limits.MaxStreams, "xds-max-streams", xds.DefaultMaxStreams,
+		"most xDS streams open at once, all clients together; one more ends with RESOURCE_EXHAUSTED")
+	fs.IntVar(&f.limits.MaxNamesPerStream, "xds-max-names-per-stream", xds.DefaultMaxNamesPerStream,
+		"most resource names one xDS stream subscribes to, per type; a subscription beyond it ends the stream with RESOURCE_EXHAUSTED")
+	fs.IntVar(&f.limits.MaxNames, "xds-max-names", xds.DefaultMaxNames,
+		"most resource names all xDS streams subscribe to together; the stream whose subscription goes beyond it ends with RESOURCE_EXHAUSTED")
+	fs.IntVar(&f.limits.MaxNodeLength, "xds-max-node-length", xds.DefaultMaxNodeLength,
+		"longest node.id and node.cluster an xDS client may send, in bytes; a longer one ends its stream with INVALID_ARGUMENT")
+	fs.IntVar(&f.streamsPerConnection, "xds-max-streams-per-connection", defaultXDSMaxStreamsPerConnection,
+		"most xDS streams open at once on one connection; more wait for one to end")
+	fs.Var(&f.requestBytes, "xds-max-request-bytes",
+		"largest xDS request: a `size` in bytes, or with a KiB, MiB or GiB suffix (default 4MiB); a larger one ends its stream with RESOURCE_EXHAUSTED")
 	return f
+}
+
+// check rejects limits that would turn xDS off or mean "default" (a zero
+// xds.Limits field does).
+func (f *xdsFlags) check() error {
+	for _, l := range []struct {
+		name  string
+		value int
+	}{
+		{"xds-max-streams", f.limits.MaxStreams}, {"xds-max-names-per-stream", f.limits.MaxNamesPerStream},
+		{"xds-max-names", f.limits.MaxNames}, {"xds-max-node-length", f.limits.MaxNodeLength},
+		{"xds-max-streams-per-connection", f.streamsPerConnection}, {"xds-max-request-bytes", int(f.requestBytes)},
+	} {
+		if l.value <= 0 {
+			return fmt.Errorf("--%s must be positive, not %d", l.name, l.value)
+		}
+	}
+	// HTTP/2 carries the stream limit in 32 bits.
+	if uint64(f.streamsPerConnection) > math.MaxUint32 {
+		return fmt.Errorf("--xds-max-streams-per-connection must be at most %d, not %d", uint32(math.MaxUint32), f.streamsPerConnection)
+	}
+	return nil
 }
 
 // xdsEndpoint is the gRPC server of --xds-address and the Publisher it
@@ -64,9 +141,12 @@ func (f *xdsFlags) listen(logger *slog.Logger, m *metrics.Metrics) (*xdsEndpoint
 	if m != nil {
 		xm = xdsMetrics{m}
 	}
-	p := xds.NewPublisher(xds.Options{WithdrawGrace: f.grace, Logger: logger, Metrics: xm})
+	p := xds.NewPublisher(xds.Options{WithdrawGrace: f.grace, Logger: logger, Metrics: xm, Limits: f.limits})
 	srv := grpc.NewServer(
 		grpc.Creds(f.credentials),
+		grpc.MaxConcurrentStreams(uint32(f.streamsPerConnection)),
+		grpc.MaxRecvMsgSize(int(f.requestBytes)),
+		grpc.MaxHeaderListSize(xdsMaxHeaderListSize),
 		// xDS streams are long-lived and mostly idle: probe them, so the
 		// server notices clients that vanished, and let clients keep
 		// them warm without a ping flood.
@@ -140,9 +220,73 @@ func stopWithin(srv *grpc.Server, d time.Duration, logger *slog.Logger, late str
 // xdsMetrics records the Publisher's events into the service's metrics.
 type xdsMetrics struct{ m *metrics.Metrics }
 
-func (x xdsMetrics) Nack(n xds.Nack)                    { x.m.RecordNACK(n.TypeURL) }
-func (x xdsMetrics) Refused(_, _, _ string, _ error)    {} // logged by the Publisher; a translator bug, not a rate
-func (x xdsMetrics) Sent(typeURL string, n int)         { x.m.ResourcesSent(metrics.RPCXDS, typeURL, n) }
-func (x xdsMetrics) Streams(xds.Variant, string, int)   {} // TODO(observability)
-func (x xdsMetrics) ChangeToSend(string, time.Duration) {} // TODO(observability)
-func (x xdsMetrics) SendToAck(string, time.Duration)    {} // TODO(observability)
+func (x xdsMetrics) Nack(n xds.Nack)                 { x.m.RecordNACK(n.TypeURL) }
+func (x xdsMetrics) Refused(_, _, _ string, _ error) {} // logged by the Publisher; a translator bug, not a rate
+func (x xdsMetrics) Sent(typeURL string, n int)      { x.m.ResourcesSent(metrics.RPCXDS, typeURL, n) }
+func (x xdsMetrics) Streams(v xds.Variant, typeURL string, delta int) {
+	x.m.AddXDSStreams(string(v), typeURL, delta)
+}
+func (x xdsMetrics) ChangeToSend(typeURL string, d time.Duration) {
+	x.m.ObserveXDSChangeToSend(typeURL, d)
+}
+func (x xdsMetrics) SendToAck(typeURL string, d time.Duration) { x.m.ObserveXDSSendToAck(typeURL, d) }
+
+// xdsStatus is what /debug/xds answers and `tributary xds status` reads:
+// every open xDS stream and every node group. Its lists are never null, so
+// scripts can index them without checking.
+type xdsStatus struct {
+	Streams []xds.StreamStatus `json:"streams"`
+	Groups  []xds.GroupStatus  `json:"groups"`
+}
+
+// withEmptyLists replaces the nil lists of s, its streams' and its groups'
+// with empty ones.
+func (s xdsStatus) withEmptyLists() xdsStatus {
+	if s.Streams == nil {
+		s.Streams = []xds.StreamStatus{}
+	}
+	if s.Groups == nil {
+		s.Groups = []xds.GroupStatus{}
+	}
+	for i := range s.Streams {
+		if s.Streams[i].Types == nil {
+			s.Streams[i].Types = []xds.TypeStatus{}
+		}
+	}
+	for i := range s.Groups {
+		if s.Groups[i].Types == nil {
+			s.Groups[i].Types = []xds.GroupTypeStatus{}
+		}
+	}
+	return s
+}
+
+// debugRoutes are the xDS server's endpoints on the metrics listener:
+// none when xDS is off, so /debug/xds answers 404 and `tributary xds
+// status` can say why.
+func (e *xdsEndpoint) debugRoutes() []metrics.Route {
+	if e == nil {
+		return nil
+	}
+	return []metrics.Route{{Pattern: "GET /debug/xds", Handler: http.HandlerFunc(e.serveStatus)}}
+}
+
+// serveStatus answers /debug/xds with the xDS status as JSON; with
+// ?versions=1 every group's types carry the version of each resource name,
+// which at a million names is tens of megabytes: it is for debugging one
+// server, not for a scraper.
+func (e *xdsEndpoint) serveStatus(w http.ResponseWriter, r *http.Request) {
+	versions := false
+	if v := r.URL.Query().Get("versions"); v != "" {
+		var err error
+		if versions, err = strconv.ParseBool(v); err != nil {
+			http.Error(w, "versions must be 1 or 0 (true or false)", http.StatusBadRequest)
+			return
+		}
+	}
+	status := xdsStatus{Streams: e.publisher.Streams(), Groups: e.publisher.Groups(versions)}.withEmptyLists()
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Cache-Control", "no-store")
+	// A failed write means the client left; there is no one to tell.
+	_ = json.NewEncoder(w).Encode(status)
+}
