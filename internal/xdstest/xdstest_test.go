@@ -16,9 +16,12 @@ import (
 	cachev3 "github.com/envoyproxy/go-control-plane/pkg/cache/v3"
 	resourcev3 "github.com/envoyproxy/go-control-plane/pkg/resource/v3"
 	serverv3 "github.com/envoyproxy/go-control-plane/pkg/server/v3"
+	"github.com/google/go-cmp/cmp"
 	"go.uber.org/goleak"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/protobuf/testing/protocmp"
+	"google.golang.org/protobuf/types/known/anypb"
 	"google.golang.org/protobuf/types/known/durationpb"
 	"google.golang.org/protobuf/types/known/wrapperspb"
 
@@ -140,6 +143,40 @@ func TestWatcher(t *testing.T) {
 			}
 			if _, err := w.State(); err == nil {
 				t.Error("State reports no error after the NACK")
+			}
+		})
+	}
+}
+
+// A Watcher made with KeepEncoded (in both variants) or Undecoded (Delta)
+// holds what it accepted as the Any it arrived in.
+func TestWatcherKeepEncoded(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		mode xdstest.Mode
+		opt  xdstest.WatchOption
+	}{
+		{"sotw", xdstest.SotW, xdstest.KeepEncoded()},
+		{"delta", xdstest.Delta, xdstest.KeepEncoded()},
+		{"delta-undecoded", xdstest.Delta, xdstest.Undecoded()},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			cache, conn := serve(t)
+			setSnapshot(t, cache, "1", nil, []types.Resource{cla("a", 3)})
+			w := xdstest.Watch(t.Context(), t, conn, c.mode, node, map[string][]string{resourcev3.EndpointType: {"a"}}, c.opt)
+			st := w.WaitFor(t, "the ClusterLoadAssignment", time.Minute, func(s xdstest.State) bool {
+				return s.Get(resourcev3.EndpointType, "a") != nil
+			})
+			a, ok := st.Get(resourcev3.EndpointType, "a").(*anypb.Any)
+			if !ok {
+				t.Fatalf("held %T, want *anypb.Any", st.Get(resourcev3.EndpointType, "a"))
+			}
+			got := &endpointv3.ClusterLoadAssignment{}
+			if err := a.UnmarshalTo(got); err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(cla("a", 3), got, protocmp.Transform()); diff != "" {
+				t.Errorf("decoded (-want +got):\n%s", diff)
 			}
 		})
 	}

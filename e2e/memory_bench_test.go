@@ -1,0 +1,85 @@
+package e2e
+
+import (
+	"context"
+	"io"
+	"log/slog"
+	"testing"
+	"time"
+
+	"github.com/tributary-dev/tributary/client"
+	tributaryv1 "github.com/tributary-dev/tributary/gen/go/tributary/v1"
+)
+
+// The size of BenchmarkPublishedSessionMemory's session: the issue's
+// N=10000, M=100, two million endpoints.
+const (
+	memoryExtensionServices = 10000
+	memoryEndpoints         = 100
+)
+
+// BenchmarkPublishedSessionMemory measures what a Sync session costs the
+// server per endpoint, and how much publishing it over xDS adds: two
+// tributary serve processes in turn load the standard workload of 10,000
+// ExtensionServices with 100 endpoints per Service (two million endpoints)
+// through one Sync session, the first without an xDS node group and the
+// second publishing to one (no xDS client is connected). For each it
+// reports the growth of the server's Go heap in use (session- and
+// published-heap-bytes/endpoint) and of its resident memory (-rss-), from
+// before the session opened to once it is loaded, and publishing-adds-%,
+// the heap's growth with publishing over that without, less 100.
+//
+// Nothing outside the server can make it collect its garbage, so it runs
+// with GOGC=10: the heap in use then exceeds the live heap by at most a
+// tenth, where with the default it could be anything up to double. The
+// resident sizes are those of that setting, smaller than in production.
+func BenchmarkPublishedSessionMemory(b *testing.B) {
+	endpoints := float64(2 * memoryExtensionServices * memoryEndpoints)
+	var session, published loadedMemory
+	for b.Loop() {
+		session.add(loadedSessionMemory(b, ""))
+		published.add(loadedSessionMemory(b, benchNodeGroup))
+	}
+	b.StopTimer()
+	b.ReportMetric(session.heap/float64(b.N)/endpoints, "session-heap-bytes/endpoint")
+	b.ReportMetric(published.heap/float64(b.N)/endpoints, "published-heap-bytes/endpoint")
+	b.ReportMetric(session.rss/float64(b.N)/endpoints, "session-rss-bytes/endpoint")
+	b.ReportMetric(published.rss/float64(b.N)/endpoints, "published-rss-bytes/endpoint")
+	b.ReportMetric(100*published.heap/session.heap-100, "publishing-adds-%")
+}
+
+// loadedMemory is a server's growth in memory from loading a session, in
+// bytes, summed over runs.
+type loadedMemory struct{ heap, rss float64 }
+
+func (m *loadedMemory) add(o loadedMemory) {
+	m.heap += o.heap
+	m.rss += o.rss
+}
+
+// loadedSessionMemory starts a server, loads the workload into a Sync
+// session that publishes to nodeGroup (nothing when empty), and returns
+// how much the server grew. The server and the session end before it
+// returns, so that the next run starts from a quiet machine and this
+// process keeps nothing of them.
+func loadedSessionMemory(b *testing.B, nodeGroup string) loadedMemory {
+	b.Helper()
+	srv := startTributaryWithMetrics(b, "GOGC=10")
+	defer srv.process.Stop(5 * time.Second)
+	rss, heap := srv.memory(b)
+
+	conn := dialSync(b, srv.grpcAddress)
+	defer conn.Close()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	// A session of its own rather than openSync's, which the test's
+	// cleanup would keep (and its two million endpoints with it) until
+	// the benchmark ends.
+	s := client.New(conn).Sync(ctx, &tributaryv1.Settings{}, client.WithXDSPublishing(nodeGroup, false),
+		client.WithLogger(slog.New(slog.NewTextHandler(io.Discard, nil))))
+	defer s.Close()
+	loadWorkload(b, s, memoryExtensionServices, memoryEndpoints)
+	loadedRSS, loadedHeap := srv.memory(b)
+	s.Close() // before the server stops, so the session logs no broken stream
+	return loadedMemory{heap: float64(loadedHeap) - float64(heap), rss: float64(loadedRSS) - float64(rss)}
+}

@@ -1,0 +1,497 @@
+package e2e
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+
+	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
+	endpointv3 "github.com/envoyproxy/go-control-plane/envoy/config/endpoint/v3"
+	resourcev3 "github.com/envoyproxy/go-control-plane/pkg/resource/v3"
+	"google.golang.org/grpc/stats"
+	"google.golang.org/protobuf/encoding/protowire"
+	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/types/known/anypb"
+
+	"github.com/tributary-dev/tributary/client"
+	tributaryv1 "github.com/tributary-dev/tributary/gen/go/tributary/v1"
+	"github.com/tributary-dev/tributary/internal/workload"
+	"github.com/tributary-dev/tributary/internal/xdstest"
+)
+
+// The fan-out workload: few ExtensionServices with large Deployments
+// behind them, followed by many clients, as in the deployments the product
+// is for.
+const (
+	rolloutExtensionServices = 10
+	rolloutEndpoints         = 100
+	// rolloutRate is how many endpoint changes a second the rollout makes.
+	rolloutRate = 50
+	// rolloutStreamsPerConnection stays below the 100 streams per
+	// connection the xDS server is to allow by default, with room to
+	// spare: gRPC queues a stream over the limit instead of failing it, so
+	// a benchmark at the limit would hang rather than tell.
+	rolloutStreamsPerConnection = 50
+	// rolloutConvergeGuard bounds the wait for every client to hold the
+	// last change; it is not an expectation.
+	rolloutConvergeGuard = time.Minute
+)
+
+// The fan-out's size, overridable so that the benchmark can be tried
+// small: go test ./e2e/ -run '^$' -bench BenchmarkRolloutFanOut
+// -rollout-clients 20 -rollout-duration 2s.
+var (
+	rolloutClients  = flag.Int("rollout-clients", 1000, "BenchmarkRolloutFanOut: the Delta xDS clients subscribed to every ClusterLoadAssignment")
+	rolloutDuration = flag.Duration("rollout-duration", 10*time.Second, "BenchmarkRolloutFanOut: how long the rollout changes endpoints")
+	rolloutDecode   = flag.Bool("rollout-decode", false, "BenchmarkRolloutFanOut: clients decode and validate what they receive, as an Envoy does (this process then limits the result, not the server)")
+)
+
+// BenchmarkRolloutFanOut measures a rollout followed by many clients: a
+// tributary serve process publishes 10 ExtensionServices of the standard
+// workload (two Services of 100 endpoints each) to an xDS node group, 1000
+// Delta ADS clients subscribed to all 10 ClusterLoadAssignments are
+// connected (50 streams per connection; they ACK what they receive without
+// decoding it, see below), and a rollout replaces one endpoint after
+// another through Sync, 50 times a second for 10 s, without waiting for the
+// answers (as a controller does: the session batches what comes while a
+// batch is in flight). One iteration is one whole rollout.
+//
+// Every change gives its endpoint an address no earlier change used, so a
+// client's ClusterLoadAssignment tells which changes it reflects: a client
+// holds a change when its ClusterLoadAssignment for that cluster holds the
+// change's address or a later change's to the same cluster (a Sync batch
+// is translated after every earlier one, and a client may skip versions).
+// It reports:
+//
+//   - all-clients-p50-ns and -p99-ns: from a change to every client
+//     holding it (each client's time is when it had sent its ACK);
+//   - converge-ns: from the last change to every client holding the final
+//     state;
+//   - server-cpu-ns/change: the server's CPU time (every thread) from the
+//     first change until convergence, per change;
+//   - sent-bytes/s: what the clients received (the messages' sizes) from
+//     the first change until convergence, per second;
+//   - server-rss-bytes/client and server-heap-bytes/client: the server's
+//     growth from connecting the clients, per client;
+//   - client-cpu-ns/change: this process's CPU time over the same span,
+//     per change, to tell whether the clients rather than the server were
+//     the limit;
+//   - resources/change/client: ClusterLoadAssignments each client
+//     received per change, below 1 when versions were skipped;
+//   - sync-answer-p50-ns and -p99-ns, and the rate the rollout kept up
+//     (changes/s).
+func BenchmarkRolloutFanOut(b *testing.B) {
+	clients := *rolloutClients
+	srv := startTributaryWithMetrics(b)
+	session, nacks := openSync(b, dialSync(b, srv.grpcAddress), publication{nodeGroup: benchNodeGroup})
+	loaded := loadWorkload(b, session, rolloutExtensionServices, rolloutEndpoints)
+	clusterIndex := make(map[string]int, len(loaded.clusterNames))
+	for i, name := range loaded.clusterNames {
+		clusterIndex[name] = i
+	}
+	rssBefore, heapBefore := srv.memory(b)
+
+	// The clients ACK without decoding (xdstest.Undecoded): decoding and
+	// validating what 1000 clients receive at 50 changes a second would
+	// take this process about ten times the machine's two cores, and the
+	// benchmark would measure itself (the first runs did: p50 13 s, with
+	// every client starved). -rollout-decode restores it.
+	var opts []xdstest.WatchOption
+	if !*rolloutDecode {
+		opts = append(opts, xdstest.Undecoded())
+	}
+	received := &receivedBytes{}
+	subscription := map[string][]string{resourcev3.EndpointType: loaded.clusterNames}
+	watchers := make([]*xdstest.Watcher, clients)
+	conns := (clients + rolloutStreamsPerConnection - 1) / rolloutStreamsPerConnection
+	for c := range conns {
+		conn := dialXDS(b, srv.xdsAddress, received)
+		for i := c * rolloutStreamsPerConnection; i < min(clients, (c+1)*rolloutStreamsPerConnection); i++ {
+			node := &corev3.Node{Id: fmt.Sprintf("rollout-%d", i), Cluster: benchNodeGroup}
+			watchers[i] = xdstest.Watch(b.Context(), b, conn, xdstest.Delta, node, subscription, opts...)
+		}
+	}
+	deadline := time.Now().Add(5 * time.Minute)
+	for _, w := range watchers {
+		w.WaitFor(b, "every ClusterLoadAssignment", time.Until(deadline), func(s xdstest.State) bool {
+			return len(s.Resources[resourcev3.EndpointType]) == rolloutExtensionServices
+		})
+	}
+	rssAfter, heapAfter := srv.memory(b)
+
+	r := &rollout{
+		slices:       loaded.endpointSlices,
+		slotNext:     make([]int, len(loaded.endpointSlices)),
+		pod:          uint32(2 * rolloutExtensionServices * rolloutEndpoints), // past the workload's pods
+		clusterIndex: clusterIndex,
+	}
+	var all rolloutResult
+	rollouts := 0
+	for b.Loop() {
+		res := r.run(b, session, srv, watchers, received)
+		all.add(res)
+		rollouts++
+	}
+	b.StopTimer()
+
+	changes := float64(len(all.latencies))
+	reportPercentiles(b, "all-clients", all.latencies)
+	reportPercentiles(b, "sync-answer", all.answers)
+	b.ReportMetric(float64(all.converge.Nanoseconds())/float64(rollouts), "converge-ns")
+	b.ReportMetric(float64(all.serverCPU.Nanoseconds())/changes, "server-cpu-ns/change")
+	b.ReportMetric(float64(all.clientCPU.Nanoseconds())/changes, "client-cpu-ns/change")
+	b.ReportMetric(float64(all.bytes)/all.span.Seconds(), "sent-bytes/s")
+	b.ReportMetric(float64(all.resources)/changes/float64(clients), "resources/change/client")
+	b.ReportMetric(changes/all.sending.Seconds(), "changes/s")
+	b.ReportMetric((float64(rssAfter)-float64(rssBefore))/float64(clients), "server-rss-bytes/client")
+	b.ReportMetric((float64(heapAfter)-float64(heapBefore))/float64(clients), "server-heap-bytes/client")
+	if n := nacks.all(); len(n) > 0 {
+		b.Fatalf("xDS clients NACKed: %v", n)
+	}
+}
+
+// rollout is the state of the rollouts of one benchmark: the slices as
+// last sent and, per slice, the endpoint its next change replaces, so that
+// successive changes (and rollouts) replace pods in turn as a Deployment's
+// rollout does.
+type rollout struct {
+	slices       []*tributaryv1.KubernetesObject
+	slotNext     []int
+	pod          uint32
+	clusterIndex map[string]int
+}
+
+// change is one endpoint change of a rollout.
+type change struct {
+	slice   *tributaryv1.KubernetesObject
+	cluster int
+	// at is when it was upserted.
+	at time.Time
+}
+
+// rolloutResult sums what rollouts measured.
+type rolloutResult struct {
+	// latencies holds, per change, the time until every client held it;
+	// answers, the time until its Sync answer.
+	latencies, answers []time.Duration
+	// converge is from the last change to every client holding it;
+	// sending from the first change to the last; span from the first
+	// change to convergence.
+	converge, sending, span time.Duration
+	serverCPU, clientCPU    time.Duration
+	bytes                   int64
+	resources               int
+}
+
+func (r *rolloutResult) add(o rolloutResult) {
+	r.latencies = append(r.latencies, o.latencies...)
+	r.answers = append(r.answers, o.answers...)
+	r.converge += o.converge
+	r.sending += o.sending
+	r.span += o.span
+	r.serverCPU += o.serverCPU
+	r.clientCPU += o.clientCPU
+	r.bytes += o.bytes
+	r.resources += o.resources
+}
+
+// run makes one rollout and waits until every client holds its last
+// change.
+func (r *rollout) run(b *testing.B, session *client.SyncSession, srv *tributaryProcess, watchers []*xdstest.Watcher, received *receivedBytes) rolloutResult {
+	b.Helper()
+	// Plan every change first: the clients' observers read the addresses
+	// while the rollout runs.
+	n := max(1, int(rolloutDuration.Seconds()*rolloutRate))
+	changes := make([]change, n)
+	tags := make(map[string]int, n) // address → the change that introduced it
+	for k := range changes {
+		s := k % len(r.slices)
+		next := proto.CloneOf(r.slices[s]) // the session keeps what it is given
+		endpoints := next.GetEndpointSlice().Endpoints
+		address := workload.PodAddress(r.pod).String()
+		r.pod++
+		endpoints[r.slotNext[s]%len(endpoints)].Addresses[0] = address
+		r.slotNext[s]++
+		r.slices[s] = next
+		changes[k] = change{slice: next, cluster: s / 2}
+		tags[address] = k
+	}
+	// final[c] is the last change to cluster c, -1 for none.
+	final := slices.Repeat([]int{-1}, len(r.clusterIndex))
+	for k, c := range changes {
+		final[c.cluster] = k
+	}
+
+	observers := make([]*observer, len(watchers))
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	for i, w := range watchers {
+		o := &observer{watcher: w, tags: tags, clusterIndex: r.clusterIndex, final: final}
+		observers[i] = o
+		wg.Go(func() { o.run(stop) })
+	}
+	resourcesBefore := 0
+	for _, w := range watchers {
+		resourcesBefore += w.Received()
+	}
+
+	answers := make([]time.Duration, n)
+	var flushes sync.WaitGroup
+	var flushErr atomic.Pointer[error]
+	serverCPU, clientCPU, bytes := srv.cpuTime(b), processCPU(), received.n.Load()
+	start := time.Now()
+	for k := range changes {
+		// A fixed schedule: a change that comes late (this process is
+		// busy) does not delay the ones after it.
+		time.Sleep(time.Until(start.Add(time.Duration(k) * time.Second / rolloutRate)))
+		changes[k].at = time.Now()
+		session.Upsert(changes[k].slice)
+		flushes.Go(func() {
+			ctx, cancel := context.WithTimeout(context.Background(), rolloutConvergeGuard)
+			defer cancel()
+			if err := session.Flush(ctx); err != nil {
+				flushErr.CompareAndSwap(nil, &err)
+			}
+			answers[k] = time.Since(changes[k].at)
+		})
+	}
+	last := changes[n-1].at
+	timer := time.AfterFunc(rolloutConvergeGuard, func() { close(stop) })
+	wg.Wait()
+	timer.Stop()
+	flushes.Wait()
+	if err := flushErr.Load(); err != nil {
+		b.Fatalf("Flush: %v", *err)
+	}
+
+	res := rolloutResult{answers: answers, sending: last.Sub(start), latencies: make([]time.Duration, n)}
+	var convergedAt time.Time
+	for _, o := range observers {
+		if o.err != nil {
+			b.Fatalf("%s", o.err)
+		}
+		for k, at := range o.heldAt(changes) {
+			if at.IsZero() {
+				b.Fatalf("a client never held change %d", k)
+			}
+			res.latencies[k] = max(res.latencies[k], at.Sub(changes[k].at))
+			if at.After(convergedAt) {
+				convergedAt = at
+			}
+		}
+	}
+	// Read after every client converged: the server has sent everything.
+	res.serverCPU = srv.cpuTime(b) - serverCPU
+	res.clientCPU = processCPU() - clientCPU
+	res.bytes = received.n.Load() - bytes
+	res.converge = convergedAt.Sub(last)
+	res.span = convergedAt.Sub(start)
+	for _, w := range watchers {
+		res.resources += w.Received()
+	}
+	res.resources -= resourcesBefore
+	return res
+}
+
+// observer follows one client during a rollout: each time the client's
+// state changes it notes, per cluster, the newest change its
+// ClusterLoadAssignment holds and when it came to hold it.
+type observer struct {
+	watcher      *xdstest.Watcher
+	tags         map[string]int
+	clusterIndex map[string]int
+	final        []int
+
+	// newest is, per cluster, the newest change held (-1 for none);
+	// seen, the ClusterLoadAssignment it was read from.
+	newest []int
+	seen   []proto.Message
+	// events records each advance of newest, in order.
+	events []heldEvent
+	err    error
+}
+
+type heldEvent struct {
+	cluster, newest int
+	at              time.Time
+}
+
+// run observes until the client holds every cluster's last change, or
+// stop is closed.
+func (o *observer) run(stop <-chan struct{}) {
+	o.newest = slices.Repeat([]int{-1}, len(o.final))
+	o.seen = make([]proto.Message, len(o.final))
+	var lastAt time.Time
+	// scan runs under the watcher's lock on its live state, each time the
+	// state changes. It reads only ClusterLoadAssignments that changed:
+	// the watcher replaces the message of a resource it receives. The
+	// time it records is when the watcher reached the state, not when
+	// scan ran; should the watcher change twice before scan runs, the
+	// first change is credited at the time of the second.
+	scan := func(s xdstest.State) bool {
+		if s.At.Equal(lastAt) {
+			return false
+		}
+		lastAt = s.At
+		for name, m := range s.Resources[resourcev3.EndpointType] {
+			c, ok := o.clusterIndex[name]
+			if !ok || m == o.seen[c] {
+				continue
+			}
+			o.seen[c] = m
+			if k := newestChange(m, o.tags); k > o.newest[c] {
+				o.newest[c] = k
+				o.events = append(o.events, heldEvent{cluster: c, newest: k, at: s.At})
+			}
+		}
+		return true
+	}
+	for !o.converged() {
+		if _, err := o.watcher.Await(100*time.Millisecond, scan, false); err != nil {
+			// Nothing changed in time, or the stream ended.
+			if _, err := o.watcher.State(); err != nil {
+				o.err = err
+				return
+			}
+		}
+		select {
+		case <-stop:
+			if !o.converged() {
+				o.err = fmt.Errorf("client %s did not hold the last changes within %v: it holds changes %v, the last are %v",
+					o.watcher.Mode(), rolloutConvergeGuard, o.newest, o.final)
+			}
+			return
+		default:
+		}
+	}
+}
+
+func (o *observer) converged() bool {
+	for c, k := range o.final {
+		if o.newest[c] < k {
+			return false
+		}
+	}
+	return true
+}
+
+// heldAt returns, for each change, when the client first held it (zero if
+// it never did).
+func (o *observer) heldAt(changes []change) []time.Time {
+	out := make([]time.Time, len(changes))
+	byCluster := make([][]heldEvent, len(o.final))
+	for _, e := range o.events {
+		byCluster[e.cluster] = append(byCluster[e.cluster], e)
+	}
+	// Per cluster, the changes and the events both come in increasing
+	// order of change: the first event at or past a change is when it was
+	// first held.
+	for k, c := range changes {
+		events := byCluster[c.cluster]
+		for len(events) > 0 && events[0].newest < k {
+			events = events[1:]
+		}
+		byCluster[c.cluster] = events
+		if len(events) > 0 {
+			out[k] = events[0].at
+		}
+	}
+	return out
+}
+
+// newestChange returns the newest change whose address m, a
+// ClusterLoadAssignment decoded or as an Undecoded watcher's Any, holds,
+// or -1.
+func newestChange(m proto.Message, tags map[string]int) int {
+	newest := -1
+	if a, ok := m.(*anypb.Any); ok {
+		encodedAddresses(a.GetValue(), endpointAddressPath, func(address []byte) {
+			if k, ok := tags[string(address)]; ok { // no copy: the compiler looks the bytes up as they are
+				newest = max(newest, k)
+			}
+		})
+		return newest
+	}
+	cla, _ := m.(*endpointv3.ClusterLoadAssignment)
+	for _, l := range cla.GetEndpoints() {
+		for _, e := range l.GetLbEndpoints() {
+			if k, ok := tags[e.GetEndpoint().GetAddress().GetSocketAddress().GetAddress()]; ok {
+				newest = max(newest, k)
+			}
+		}
+	}
+	return newest
+}
+
+// endpointAddressPath is the field path from a ClusterLoadAssignment to
+// its endpoints' addresses: endpoints (2), lb_endpoints (2), endpoint (1),
+// address (1), socket_address (1), address (2).
+var endpointAddressPath = []protowire.Number{2, 2, 1, 1, 1, 2}
+
+// encodedAddresses calls f with every length-delimited field at path in
+// the encoded message b, without decoding anything else: reading the
+// addresses of an Undecoded watcher's ClusterLoadAssignment costs a
+// fraction of decoding it.
+func encodedAddresses(b []byte, path []protowire.Number, f func([]byte)) {
+	for len(b) > 0 {
+		num, typ, n := protowire.ConsumeTag(b)
+		if n < 0 {
+			return
+		}
+		b = b[n:]
+		if typ != protowire.BytesType {
+			if n = protowire.ConsumeFieldValue(num, typ, b); n < 0 {
+				return
+			}
+			b = b[n:]
+			continue
+		}
+		v, n := protowire.ConsumeBytes(b)
+		if n < 0 {
+			return
+		}
+		b = b[n:]
+		switch {
+		case num != path[0]:
+		case len(path) == 1:
+			f(v)
+		default:
+			encodedAddresses(v, path[1:], f)
+		}
+	}
+}
+
+// receivedBytes counts the bytes of the messages received on the
+// connections it is the stats handler of: what the server sent them,
+// measured where it arrives. The sizes are of the messages themselves
+// (proto.Size), without gRPC and HTTP/2 framing.
+type receivedBytes struct{ n atomic.Int64 }
+
+func (r *receivedBytes) TagRPC(ctx context.Context, _ *stats.RPCTagInfo) context.Context { return ctx }
+
+func (r *receivedBytes) HandleRPC(_ context.Context, s stats.RPCStats) {
+	if p, ok := s.(*stats.InPayload); ok {
+		r.n.Add(int64(p.Length))
+	}
+}
+
+func (r *receivedBytes) TagConn(ctx context.Context, _ *stats.ConnTagInfo) context.Context {
+	return ctx
+}
+
+func (r *receivedBytes) HandleConn(context.Context, stats.ConnStats) {}
+
+// processCPU is this process's CPU time so far, every thread included.
+func processCPU() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
