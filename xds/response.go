@@ -101,8 +101,7 @@ func (c *cache) buildSotW(w *watch) *discoveryv3.DiscoveryResponse {
 	} else {
 		for name := range w.changed {
 			r := t.resources[name]
-			if r == nil {
-				delete(w.sent, name)
+			if r == nil || !w.subscribes(name) {
 				continue
 			}
 			if v, held := w.sent[name]; !held || v != r.version() {
@@ -139,6 +138,9 @@ func (c *cache) buildDelta(w *watch) *discoveryv3.DeltaDiscoveryResponse {
 		r := t.resources[name]
 		v, held := w.sent[name]
 		switch {
+		case !w.subscribes(name):
+			// Unsubscribed since: nothing to send (markLocked never
+			// keeps such a name; this makes sure).
 		case r != nil && (!held || v != r.version()):
 			out = append(out, r)
 			w.sent[name] = r.version()
@@ -171,6 +173,5 @@ func (c *cache) builtLocked(w *watch, names []string) {
 		c.metrics.ChangeToSend(w.typ.typeURL, time.Since(w.changedSince))
 	}
 	clear(w.changed)
-	w.sendable = false
 	w.building = names
 }

@@ -60,12 +60,11 @@ type watch struct {
 	// sent holds the version of every name the stream was sent and still
 	// holds.
 	sent map[string]string
-	// changed holds the names that changed since the last response;
-	// changedSince is when the oldest of them changed; sendable says one of
-	// them is to be sent (a removal the client never heard of is not).
+	// changed holds the names that changed since the last response and
+	// have something to send (a removal the client never heard of has
+	// not); changedSince is when the oldest of them changed.
 	changed      map[string]struct{}
 	changedSince time.Time
-	sendable     bool
 
 	// The open watch: the server's channel and request, and a generation
 	// that tells a current cancel function from a stale one.
@@ -81,6 +80,10 @@ type watch struct {
 	// this one.
 	serverView map[string]string
 
+	// unseen, while a Delta request is handled, holds the sorted names of
+	// the last response if the request does not answer it (see
+	// forgetSent).
+	unseen []string
 	// building holds the names of the response built and not yet sent;
 	// response is the last one sent and what became of it (see
 	// callbacks.go).
@@ -179,6 +182,13 @@ func (c *cache) subscribeLocked(w *watch, names []string) {
 			w.typ.subscribers[name] = subs
 		}
 		subs[w] = struct{}{}
+		if w.delta && w.typ.resources[name] == nil {
+			// A Delta client is told at once that what it asks for does
+			// not exist, rather than left to time out; this also takes
+			// back what a response sent before an unsubscription may
+			// have handed it since.
+			w.sent[name] = ""
+		}
 		w.markLocked(name, now)
 	}
 }
@@ -196,12 +206,27 @@ func (c *cache) unsubscribeLocked(w *watch, names []string) {
 		delete(w.names, name)
 		c.names--
 		w.typ.unsubscribe(name, w)
-		delete(w.sent, name)
 		delete(w.changed, name)
+		w.forgetSent(name)
 		if w.wildcard {
 			w.markLocked(name, now)
 		}
 	}
+}
+
+// forgetSent forgets that the stream holds name, which it no longer
+// subscribes to. A Delta response that the client had not seen when it
+// asked (see watch.unseen) may still hand it the resource, after it has
+// subscribed anew (Delta requests and responses cross; a State-of-the-World
+// request that crosses a response is ignored). Such a name stays as held in
+// an unknown version: subscribing to it again sends its current version, or
+// its removal.
+func (w *watch) forgetSent(name string) {
+	if _, found := slices.BinarySearch(w.unseen, name); found {
+		w.sent[name] = ""
+		return
+	}
+	delete(w.sent, name)
 }
 
 // setWildcardLocked turns w's wildcard subscription on or off. On, every
@@ -214,8 +239,12 @@ func (c *cache) setWildcardLocked(w *watch, on bool) {
 	if !on {
 		delete(w.typ.wildcards, w)
 		for name := range w.sent {
-			if _, ok := w.names[name]; !ok {
-				delete(w.sent, name)
+			if !w.subscribes(name) {
+				w.forgetSent(name)
+			}
+		}
+		for name := range w.changed {
+			if !w.subscribes(name) {
 				delete(w.changed, name)
 			}
 		}
@@ -226,34 +255,44 @@ func (c *cache) setWildcardLocked(w *watch, on bool) {
 	for name := range w.typ.resources {
 		w.markLocked(name, now)
 	}
+	for name, v := range w.sent {
+		if v == "" { // held in an unknown version, maybe gone (see forgetSent)
+			w.markLocked(name, now)
+		}
+	}
+}
+
+// subscribes reports whether w subscribes to name.
+func (w *watch) subscribes(name string) bool {
+	_, ok := w.names[name]
+	return ok || w.wildcard
 }
 
 // markLocked notes that name changed (or was subscribed to), and reports
 // whether w now has something to send that it had not: the current version
 // of a resource the stream does not hold, or the removal of one it holds.
+// A name that has nothing to send any more leaves w.changed.
 func (w *watch) markLocked(name string, now time.Time) bool {
 	r := w.typ.resources[name]
 	v, held := w.sent[name]
-	switch {
-	case r != nil && held && v == r.version():
-		return false // the stream holds this version already
-	case r == nil && !held:
-		return false // removed before the stream ever held it
+	if (r != nil && held && v == r.version()) || (r == nil && !held) {
+		// The stream holds this version already, or never held what is
+		// gone: nothing to send (any more).
+		delete(w.changed, name)
+		return false
 	}
-	if len(w.changed) == 0 {
-		w.changedSince = now
-	}
-	w.changed[name] = struct{}{}
-	// A State-of-the-World client cannot be told of a removal of a type
-	// that is not full-state: it is only forgotten as sent.
+	// A State-of-the-World client cannot be told of the removal of a
+	// resource of a type that is not full-state: it keeps what it holds,
+	// and is sent the resource again only in another version.
 	if r == nil && !w.delta && !fullState(w.typ.typeURL) {
 		return false
 	}
-	if w.sendable {
-		return false
+	first := len(w.changed) == 0
+	if first {
+		w.changedSince = now
 	}
-	w.sendable = true
-	return true
+	w.changed[name] = struct{}{}
+	return first
 }
 
 // wakeLocked answers w's open watch if it has something to send, or if
@@ -262,7 +301,7 @@ func (w *watch) markLocked(name string, now time.Time) bool {
 // stream is sent the latest versions at the moment it is written to, and
 // nothing is built for a stream whose watch the server drops.
 func (w *watch) wakeLocked(c *cache, force bool) {
-	if !w.open || (!w.sendable && !force) {
+	if !w.open || (len(w.changed) == 0 && !force) {
 		return
 	}
 	w.open = false
@@ -302,9 +341,9 @@ func (w *watch) openSotWLocked(c *cache, req *cachev3.Request, sub cachev3.Subsc
 				gone = append(gone, name)
 			}
 		}
-		c.unsubscribeLocked(w, gone)
 		c.subscribeLocked(w, req.GetResourceNames())
 		c.setWildcardLocked(w, sub.IsWildcard())
+		c.unsubscribeLocked(w, gone)
 		w.requestNames = req.GetResourceNames()
 	}
 	// A NACK of a stream's first response of a type carries no version:
@@ -326,15 +365,28 @@ func (w *watch) openSotWLocked(c *cache, req *cachev3.Request, sub cachev3.Subsc
 // stream holds already (a client reconnecting); a wildcard stream's first
 // request is answered at once, even when empty.
 func (w *watch) openDeltaLocked(c *cache, req *cachev3.DeltaRequest, sub cachev3.Subscription, out chan cachev3.DeltaResponse) func() {
+	// The last response's names may still be on their way to a client
+	// that asks without having seen it.
+	w.unseen = nil
+	if req.GetResponseNonce() != w.response.nonce {
+		w.unseen = w.response.names
+	}
+	defer func() { w.unseen = nil }()
 	first := req.GetResponseNonce() == ""
 	if first {
+		// What the client holds of a resource that is gone (or changed)
+		// is to be removed (or sent), however it subscribes to it.
+		now := time.Now()
 		for name, v := range req.GetInitialResourceVersions() {
 			w.sent[name] = v
+			w.markLocked(name, now)
 		}
 	}
+	// The wildcard first: a name unsubscribed from is sent again only if
+	// the stream keeps its wildcard subscription (see unsubscribeLocked).
 	c.subscribeLocked(w, req.GetResourceNamesSubscribe())
-	c.unsubscribeLocked(w, req.GetResourceNamesUnsubscribe())
 	c.setWildcardLocked(w, sub.IsWildcard())
+	c.unsubscribeLocked(w, req.GetResourceNamesUnsubscribe())
 	clear(w.serverView)
 	w.open, w.generation = true, w.generation+1
 	w.deltaReq, w.deltaOut = req, out
