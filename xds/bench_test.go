@@ -4,6 +4,9 @@ import (
 	"fmt"
 	"testing"
 
+	resourcev3 "github.com/envoyproxy/go-control-plane/pkg/resource/v3"
+
+	"github.com/tributary-dev/tributary/internal/xdstest"
 	"github.com/tributary-dev/tributary/source"
 	"github.com/tributary-dev/tributary/translate"
 	"github.com/tributary-dev/tributary/xds"
@@ -42,6 +45,54 @@ func BenchmarkApplyOneEndpoint(b *testing.B) {
 					b.Fatal(err)
 				}
 				i++
+			}
+		})
+	}
+}
+
+// BenchmarkChangeToAck publishes one moved endpoint to a group of n
+// ExtensionServices (10 endpoints per Service) with one State-of-the-World
+// and one Delta ADS client subscribed to all n ClusterLoadAssignments, in
+// one process over loopback gRPC, and waits for both to receive it and ACK:
+// the whole xDS path of a change, for profiles (-cpuprofile) of the cache
+// and go-control-plane's server together.
+func BenchmarkChangeToAck(b *testing.B) {
+	for _, n := range []int{100, 10000} {
+		b.Run(fmt.Sprintf("N=%d", n), func(b *testing.B) {
+			p, conn := startServer(b, xds.Options{Logger: quietLogger()})
+			pub, err := p.Open("edge", xds.PublicationOptions{})
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer pub.Close()
+			objs, res := translated(n, 10)
+			if err := pub.Apply(everything(res)); err != nil {
+				b.Fatal(err)
+			}
+			moveEndpoint(objs, 0, "10.200.0.1")
+			moved := translate.Translate(objs, source.Settings{})
+			steps := []xds.Changes{changes(res, moved), changes(moved, res)}
+			all := names(res.ClusterLoadAssignments)
+
+			sotw := xdstest.NewSotW(b, conn)
+			sotw.Subscribe(node("sotw"), resourcev3.EndpointType, all...)
+			delta := xdstest.NewDelta(b, conn)
+			delta.Subscribe(node("delta"), resourcev3.EndpointType, all...)
+			b.ReportAllocs()
+			b.ResetTimer()
+			i := 0
+			for b.Loop() {
+				if err := pub.Apply(steps[i%2]); err != nil {
+					b.Fatal(err)
+				}
+				i++
+				s := sotw.Recv()
+				sotw.Ack(s, all...)
+				d := delta.Recv()
+				delta.Ack(d)
+				if len(s.GetResources()) != 1 || len(d.GetResources()) != 1 {
+					b.Fatalf("sent %d and %d resources, want 1 each", len(s.GetResources()), len(d.GetResources()))
+				}
 			}
 		})
 	}

@@ -65,7 +65,7 @@ func quietLogger() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard
 
 // startServer serves a Publisher on a loopback port until the test ends,
 // and returns it with a connection to it.
-func startServer(t *testing.T, opts xds.Options) (*xds.Publisher, *grpc.ClientConn) {
+func startServer(t testing.TB, opts xds.Options) (*xds.Publisher, *grpc.ClientConn) {
 	t.Helper()
 	if opts.Logger == nil {
 		opts.Logger = quietLogger()
@@ -79,7 +79,8 @@ func startServer(t *testing.T, opts xds.Options) (*xds.Publisher, *grpc.ClientCo
 	}
 	done := make(chan error, 1)
 	go func() { done <- s.Serve(lis) }()
-	conn, err := grpc.NewClient(lis.Addr().String(), grpc.WithTransportCredentials(insecure.NewCredentials()))
+	conn, err := grpc.NewClient(lis.Addr().String(), grpc.WithTransportCredentials(insecure.NewCredentials()),
+		grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(64<<20))) // a first response of 10,000 resources
 	if err != nil {
 		t.Fatalf("NewClient: %v", err)
 	}
