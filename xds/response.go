@@ -166,12 +166,23 @@ func (c *cache) buildDelta(w *watch) *discoveryv3.DeltaDiscoveryResponse {
 	return resp
 }
 
+// smallChanges is the most names a response may carry for its watch to
+// keep its map of changes (see builtLocked).
+const smallChanges = 64
+
 // builtLocked clears what w had to send once a response holds it, and
 // keeps the response's names for a NACK of it.
 func (c *cache) builtLocked(w *watch, names []string) {
 	if len(w.changed) > 0 && c.metrics != nil {
 		c.metrics.ChangeToSend(w.typ.typeURL, time.Since(w.changedSince))
 	}
-	clear(w.changed)
+	if len(w.changed) > smallChanges {
+		// A map keeps the room it once needed, and iterating it costs
+		// that room: the names of a first response must not make every
+		// later one cost as much.
+		w.changed = map[string]struct{}{}
+	} else {
+		clear(w.changed)
+	}
 	w.building = names
 }
