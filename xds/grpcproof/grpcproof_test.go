@@ -16,6 +16,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
@@ -47,7 +48,10 @@ func (r *nackRecorder) Refused(_, typeURL, name string, err error) {
 	r.events = append(r.events, fmt.Sprintf("refused %s %s: %v", typeURL, name, err))
 }
 
-func (r *nackRecorder) Sent(string, int) {}
+func (r *nackRecorder) Sent(string, int)                   {}
+func (r *nackRecorder) Streams(xds.Variant, string, int)   {}
+func (r *nackRecorder) ChangeToSend(string, time.Duration) {}
+func (r *nackRecorder) SendToAck(string, time.Duration)    {}
 
 // callerTargetEnv names the target TestCaller dials; TestCaller does
 // nothing without it.
