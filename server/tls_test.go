@@ -130,7 +130,7 @@ func TestMutualTLSRefusals(t *testing.T) {
 			}
 			line := `level=WARN msg="TLS handshake refused" remote=127.0.0.1:`
 			reason := " error=" + strconv.Quote(tt.wantErr) + "\n"
-			waitUntil(t, "the refusal in the log", func() bool {
+			testproc.WaitFor(t, "the refusal in the log", func() bool {
 				logs := m.logs.String()
 				return strings.Contains(logs, line) && strings.Contains(logs, reason)
 			})
@@ -153,7 +153,7 @@ func TestCertificateRotation(t *testing.T) {
 
 	next := m.ca.Server(t)
 	next.Write(t, m.dir)
-	waitUntil(t, "the reload", func() bool { return m.reloader.Certificate().SerialNumber.Cmp(next.Cert.SerialNumber) == 0 })
+	testproc.WaitFor(t, "the reload", func() bool { return m.reloader.Certificate().SerialNumber.Cmp(next.Cert.SerialNumber) == 0 })
 
 	got, err := serverSerial(t.Context(), m.dial(t, client))
 	if err != nil || got != next.Cert.SerialNumber.String() {
@@ -169,15 +169,3 @@ func TestCertificateRotation(t *testing.T) {
 	stream.closeAndEnd()
 }
 
-// waitUntil polls cond until it holds, failing after a generous deadline:
-// it waits for something asynchronous, it does not time it.
-func waitUntil(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-}

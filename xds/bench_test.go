@@ -70,22 +70,28 @@ func BenchmarkChangeToAck(b *testing.B) {
 	}
 }
 
-func benchmarkChangeToAck(b *testing.B, variant xds.Variant, n int) {
+// servedGroup serves a group "edge" of n ExtensionServices of the standard
+// workload (10 endpoints per Service) and returns its Publication, a
+// connection to the server, the names of its ClusterLoadAssignments, and
+// two Changes that move one endpoint there and back.
+func servedGroup(b *testing.B, n int) (pub *xds.Publication, conn *grpc.ClientConn, all []string, steps [2]xds.Changes) {
 	p, conn := startServer(b, xds.Options{Logger: quietLogger()})
 	pub, err := p.Open("edge", xds.PublicationOptions{})
 	if err != nil {
 		b.Fatal(err)
 	}
-	defer pub.Close()
+	b.Cleanup(pub.Close)
 	objs, res := translated(n, 10)
 	if err := pub.Apply(everything(res)); err != nil {
 		b.Fatal(err)
 	}
 	moveEndpoint(objs, 0, "10.200.0.1")
 	moved := translate.Translate(objs, source.Settings{})
-	steps := []xds.Changes{changes(res, moved), changes(moved, res)}
-	all := names(res.ClusterLoadAssignments)
+	return pub, conn, names(res.ClusterLoadAssignments), [2]xds.Changes{changes(res, moved), changes(moved, res)}
+}
 
+func benchmarkChangeToAck(b *testing.B, variant xds.Variant, n int) {
+	pub, conn, all, steps := servedGroup(b, n)
 	var roundTrip func() int
 	if variant == xds.SotW {
 		c := xdstest.NewSotW(b, conn)
@@ -125,20 +131,7 @@ func benchmarkChangeToAck(b *testing.B, variant xds.Variant, n int) {
 // profiles of the server side (focus on the server's goroutines).
 func BenchmarkDeltaFanOut(b *testing.B) {
 	const n, clients = 100, 100
-	p, conn := startServer(b, xds.Options{Logger: quietLogger()})
-	pub, err := p.Open("edge", xds.PublicationOptions{})
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer pub.Close()
-	objs, res := translated(n, 10)
-	if err := pub.Apply(everything(res)); err != nil {
-		b.Fatal(err)
-	}
-	moveEndpoint(objs, 0, "10.200.0.1")
-	moved := translate.Translate(objs, source.Settings{})
-	steps := []xds.Changes{changes(res, moved), changes(moved, res)}
-	all := names(res.ClusterLoadAssignments)
+	pub, conn, all, steps := servedGroup(b, n)
 
 	acked := make(chan struct{}, clients)
 	for i := range clients {

@@ -8,7 +8,6 @@ import (
 	"slices"
 	"strings"
 	"testing"
-	"time"
 
 	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
 	discoveryv3 "github.com/envoyproxy/go-control-plane/envoy/service/discovery/v3"
@@ -17,6 +16,7 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
+	"github.com/tributary-dev/tributary/internal/testproc"
 	"github.com/tributary-dev/tributary/internal/xdstest"
 	"github.com/tributary-dev/tributary/xds"
 )
@@ -79,7 +79,7 @@ func TestMaxStreams(t *testing.T) {
 	}
 
 	cancel() // the second stream closes: a new one is admitted
-	waitFor(t, "the closed stream to be forgotten", func() bool { return len(p.Streams()) == 1 })
+	testproc.WaitFor(t, "the closed stream to be forgotten", func() bool { return len(p.Streams()) == 1 })
 	third := xdstest.NewSotW(t, conn)
 	if got := xdstest.SotWNames(t, third.Subscribe(node("envoy-3"), resourcev3.ClusterType)); !slices.Equal(got, names(v2.Clusters)) {
 		t.Errorf("a stream opened after another closed got %v, want %v", got, names(v2.Clusters))
@@ -124,7 +124,7 @@ func TestMaxNames(t *testing.T) {
 	holder := xdstest.NewSotW(t, conn)
 	holder.Send(&discoveryv3.DiscoveryRequest{Node: node("holder"), TypeUrl: resourcev3.EndpointType, ResourceNames: many(3)})
 	holder.Recv()
-	waitFor(t, "the refused streams to be forgotten", func() bool { return len(p.Streams()) == 1 })
+	testproc.WaitFor(t, "the refused streams to be forgotten", func() bool { return len(p.Streams()) == 1 })
 	got = refusedStream(t, conn, &discoveryv3.DiscoveryRequest{Node: node("sotw-2"), TypeUrl: resourcev3.EndpointType, ResourceNames: many(3)})
 	wantStatus(t, got, codes.ResourceExhausted, "xDS streams would subscribe to 6 names together, over the limit of 5 (--xds-max-names)")
 }
@@ -175,24 +175,12 @@ func TestGroupsAreForgotten(t *testing.T) {
 		}
 		cancel()
 	}
-	waitFor(t, "the streams to be forgotten", func() bool { return len(p.Streams()) == 0 })
+	testproc.WaitFor(t, "the streams to be forgotten", func() bool { return len(p.Streams()) == 0 })
 	var groups []string
 	for _, g := range p.Groups(false) {
 		groups = append(groups, g.Name)
 	}
 	if !slices.Equal(groups, []string{"edge"}) {
 		t.Errorf("groups %v, want only the published one", groups)
-	}
-}
-
-// waitFor polls cond until it holds, failing the test after a while.
-func waitFor(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(5 * time.Millisecond)
 	}
 }
