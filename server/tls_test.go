@@ -168,4 +168,3 @@ func TestCertificateRotation(t *testing.T) {
 	}
 	stream.closeAndEnd()
 }
-
