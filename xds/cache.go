@@ -8,8 +8,8 @@ import (
 	"time"
 
 	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
+	"github.com/envoyproxy/go-control-plane/pkg/cache/types"
 	cachev3 "github.com/envoyproxy/go-control-plane/pkg/cache/v3"
-	resourcev3 "github.com/envoyproxy/go-control-plane/pkg/resource/v3"
 	"google.golang.org/protobuf/types/known/anypb"
 )
 
@@ -25,18 +25,15 @@ func NodeGroup(node *corev3.Node) string {
 	return node.GetId()
 }
 
-// servedTypes are the resource types the cache serves, in the order of
-// typeIndex.
-var servedTypes = [...]string{resourcev3.ClusterType, resourcev3.EndpointType, resourcev3.ListenerType}
-
-// typeIndex returns the index of typeURL in servedTypes, or -1.
-func typeIndex(typeURL string) int {
-	for i, t := range servedTypes {
-		if t == typeURL {
-			return i
-		}
-	}
-	return -1
+// served reports whether typeURL is a type of xDS resource the cache
+// serves: any go-control-plane knows. Tributary publishes Clusters,
+// ClusterLoadAssignments and Listeners; a client asking for another
+// known type (an Envoy's RDS, say) is answered that there is none, as a
+// client of an empty group is, rather than having its stream ended. An
+// unknown type ends the stream, so that a client cannot make the server
+// keep state for arbitrary type URLs.
+func served(typeURL string) bool {
+	return cachev3.GetResponseType(typeURL) != types.UnknownType
 }
 
 // fullState reports whether a State-of-the-World response of typeURL must
@@ -145,8 +142,10 @@ func (r *resource) version() string { return r.key.version }
 
 // groupState is what the cache holds for one node group.
 type groupState struct {
-	name  string
-	types [len(servedTypes)]*typeState
+	name string
+	// types holds a typeState for every type published to the group or
+	// asked for by one of its streams.
+	types map[string]*typeState
 	// watches counts the (stream, type) watches of the group's clients.
 	watches int
 }
@@ -164,18 +163,25 @@ type typeState struct {
 func (c *cache) groupLocked(name string) *groupState {
 	g := c.groups[name]
 	if g == nil {
-		g = &groupState{name: name}
-		for i, t := range servedTypes {
-			g.types[i] = &typeState{
-				typeURL:     t,
-				resources:   map[string]*resource{},
-				subscribers: map[string]map[*watch]struct{}{},
-				wildcards:   map[*watch]struct{}{},
-			}
-		}
+		g = &groupState{name: name, types: map[string]*typeState{}}
 		c.groups[name] = g
 	}
 	return g
+}
+
+// typ returns g's typeState of typeURL, creating it.
+func (g *groupState) typ(typeURL string) *typeState {
+	t := g.types[typeURL]
+	if t == nil {
+		t = &typeState{
+			typeURL:     typeURL,
+			resources:   map[string]*resource{},
+			subscribers: map[string]map[*watch]struct{}{},
+			wildcards:   map[*watch]struct{}{},
+		}
+		g.types[typeURL] = t
+	}
+	return t
 }
 
 // forgetLocked drops g once it holds no resource and no watch.
@@ -212,7 +218,7 @@ func (c *cache) update(group, typeURL string, upserts []*resource, deletes []str
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	g := c.groupLocked(group)
-	t := g.types[typeIndex(typeURL)]
+	t := g.typ(typeURL)
 	c.version++
 	woken := map[*watch]struct{}{}
 	for _, r := range upserts {

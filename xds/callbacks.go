@@ -2,6 +2,8 @@ package xds
 
 import (
 	"context"
+	"maps"
+	"slices"
 	"time"
 
 	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
@@ -49,7 +51,7 @@ func (c *cache) openStream(id streamID, typeURL string) error {
 	if n := len(c.streams); n >= c.limits.MaxStreams {
 		return status.Errorf(codes.ResourceExhausted, "the server has %d xDS streams open, its limit (--xds-max-streams)", n)
 	}
-	if typeIndex(typeURL) < 0 {
+	if !served(typeURL) {
 		typeURL = "" // ADS
 	}
 	c.streams[id] = &streamState{id: id, defaultType: typeURL, openedAt: time.Now(), watches: map[string]*watch{}}
@@ -90,6 +92,9 @@ func (c *cache) closeStream(id streamID) {
 
 // OnStreamRequest implements sotw.Callbacks.
 func (c *cache) OnStreamRequest(id int64, req *discoveryv3.DiscoveryRequest) error {
+	if err := checkNames(req.GetResourceNames()); err != nil {
+		return err
+	}
 	return c.request(streamID{SotW, id}, req, req, func(w *watch) int {
 		// A State-of-the-World request names all it subscribes to.
 		return len(req.GetResourceNames()) - len(w.names)
@@ -98,9 +103,34 @@ func (c *cache) OnStreamRequest(id int64, req *discoveryv3.DiscoveryRequest) err
 
 // OnStreamDeltaRequest implements delta.Callbacks.
 func (c *cache) OnStreamDeltaRequest(id int64, req *discoveryv3.DeltaDiscoveryRequest) error {
+	if err := checkNames(req.GetResourceNamesSubscribe()); err != nil {
+		return err
+	}
+	if err := checkNames(req.GetResourceNamesUnsubscribe()); err != nil {
+		return err
+	}
+	if err := checkNames(slices.Collect(maps.Keys(req.GetInitialResourceVersions()))); err != nil {
+		return err
+	}
 	return c.request(streamID{Delta, id}, req, req, func(*watch) int {
 		return len(req.GetResourceNamesSubscribe()) // at most this many more
 	})
+}
+
+// maxNameLength bounds the resource names a client may ask for: longer
+// than any Tributary serves ("extension/", a namespace of at most 63 bytes,
+// "/", a name of at most 253), so that a client's names cannot make the
+// server hold more than its requests' size per name.
+const maxNameLength = 512
+
+// checkNames refuses a request with a name over maxNameLength.
+func checkNames(names []string) error {
+	for _, name := range names {
+		if len(name) > maxNameLength {
+			return status.Errorf(codes.InvalidArgument, "a resource name is %d bytes, longer than any this server serves (%d)", len(name), maxNameLength)
+		}
+	}
+	return nil
 }
 
 // request is a request of either variant.
@@ -132,16 +162,11 @@ func (c *cache) request(id streamID, key any, req request, growth func(*watch) i
 		c.mu.Unlock()
 		return status.Error(codes.Internal, "xDS request on a stream that was never opened")
 	}
-	opened := false
-	if node != nil {
-		st.node = node
-		opened, st.opened = !st.opened, true
-	}
 	typeURL := req.GetTypeUrl()
 	if typeURL == "" {
 		typeURL = st.defaultType
 	}
-	if typeIndex(typeURL) < 0 {
+	if !served(typeURL) {
 		c.mu.Unlock()
 		return status.Errorf(codes.InvalidArgument, "type %q is not served", clip(typeURL))
 	}
@@ -158,6 +183,13 @@ func (c *cache) request(id streamID, key any, req request, growth func(*watch) i
 			c.mu.Unlock()
 			return status.Errorf(codes.ResourceExhausted, "xDS streams would subscribe to %d names together, over the limit of %d (--xds-max-names)", n, c.limits.MaxNames)
 		}
+	}
+	// Logged as open once a request that names the node is admitted, so
+	// that a stream refused at once logs neither its opening nor its end.
+	opened := false
+	if node != nil {
+		st.node = node
+		opened, st.opened = !st.opened, true
 	}
 	nack, nacked := c.answerLocked(st, w, typeURL, req, now)
 	delete(c.requests, st.lastRequest)

@@ -71,7 +71,7 @@ func startServer(t testing.TB, opts xds.Options) (*xds.Publisher, *grpc.ClientCo
 		opts.Logger = quietLogger()
 	}
 	p := xds.NewPublisher(opts)
-	s := grpc.NewServer()
+	s := grpc.NewServer(xds.ServerCodec())
 	p.Register(s)
 	lis, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {

@@ -101,8 +101,7 @@ func (c *cache) watchLocked(req any, typeURL string, node *corev3.Node) (*watch,
 	}
 	delete(c.requests, req)
 	st.lastRequest = nil
-	i := typeIndex(typeURL)
-	if i < 0 {
+	if !served(typeURL) {
 		return nil, status.Errorf(codes.InvalidArgument, "type %q is not served", clip(typeURL))
 	}
 	w := st.watches[typeURL]
@@ -122,7 +121,7 @@ func (c *cache) watchLocked(req any, typeURL string, node *corev3.Node) (*watch,
 	}
 	g := c.groupLocked(NodeGroup(node))
 	if w.group != g {
-		c.moveLocked(w, g, i)
+		c.moveLocked(w, g, typeURL)
 	}
 	return w, nil
 }
@@ -130,18 +129,24 @@ func (c *cache) watchLocked(req any, typeURL string, node *corev3.Node) (*watch,
 // moveLocked attaches w to g (from the group it was in, if any: a client
 // may name another node on a later request). What it was sent stays: a
 // version is a content hash, so a resource of the same version in the new
-// group is the same resource.
-func (c *cache) moveLocked(w *watch, g *groupState, i int) {
+// group is the same resource, and is not sent again.
+func (c *cache) moveLocked(w *watch, g *groupState, typeURL string) {
 	names, wildcard := w.names, w.wildcard
 	if w.group != nil {
 		c.detachLocked(w)
 	}
-	w.group, w.typ = g, g.types[i]
+	w.group, w.typ = g, g.typ(typeURL)
 	g.watches++
 	w.names = map[string]struct{}{}
 	w.wildcard = false
 	c.subscribeLocked(w, slices.Collect(maps.Keys(names)))
 	c.setWildcardLocked(w, wildcard)
+	// What the stream holds of the old group is sent again where the new
+	// group's version differs, and removed where the new group has none.
+	now := time.Now()
+	for name := range w.sent {
+		w.markLocked(name, now)
+	}
 }
 
 // detachLocked removes w from its group's subscriber index.
@@ -174,6 +179,9 @@ func (c *cache) subscribeLocked(w *watch, names []string) {
 		if _, ok := w.names[name]; ok {
 			continue
 		}
+		// Kept beyond the request, and a request's names may share
+		// one allocation (see decodeDiscoveryRequest).
+		name = strings.Clone(name)
 		w.names[name] = struct{}{}
 		c.names++
 		subs := w.typ.subscribers[name]
@@ -223,7 +231,7 @@ func (c *cache) unsubscribeLocked(w *watch, names []string) {
 // its removal.
 func (w *watch) forgetSent(name string) {
 	if _, found := slices.BinarySearch(w.unseen, name); found {
-		w.sent[name] = ""
+		w.sent[strings.Clone(name)] = ""
 		return
 	}
 	delete(w.sent, name)
@@ -373,20 +381,23 @@ func (w *watch) openDeltaLocked(c *cache, req *cachev3.DeltaRequest, sub cachev3
 	}
 	defer func() { w.unseen = nil }()
 	first := req.GetResponseNonce() == ""
-	if first {
-		// What the client holds of a resource that is gone (or changed)
-		// is to be removed (or sent), however it subscribes to it.
-		now := time.Now()
-		for name, v := range req.GetInitialResourceVersions() {
-			w.sent[name] = v
-			w.markLocked(name, now)
-		}
-	}
 	// The wildcard first: a name unsubscribed from is sent again only if
 	// the stream keeps its wildcard subscription (see unsubscribeLocked).
 	c.subscribeLocked(w, req.GetResourceNamesSubscribe())
 	c.setWildcardLocked(w, sub.IsWildcard())
 	c.unsubscribeLocked(w, req.GetResourceNamesUnsubscribe())
+	if first {
+		// What a reconnecting client holds of what it subscribes to is
+		// sent again only where it changed, and removed where it is gone;
+		// what it holds of anything else is none of the server's business.
+		now := time.Now()
+		for name, v := range req.GetInitialResourceVersions() {
+			if w.subscribes(name) {
+				w.sent[strings.Clone(name)] = v
+				w.markLocked(name, now)
+			}
+		}
+	}
 	clear(w.serverView)
 	w.open, w.generation = true, w.generation+1
 	w.deltaReq, w.deltaOut = req, out

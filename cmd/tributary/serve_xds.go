@@ -143,6 +143,7 @@ func (f *xdsFlags) listen(logger *slog.Logger, m *metrics.Metrics) (*xdsEndpoint
 	}
 	p := xds.NewPublisher(xds.Options{WithdrawGrace: f.grace, Logger: logger, Metrics: xm, Limits: f.limits})
 	srv := grpc.NewServer(
+		xds.ServerCodec(),
 		grpc.Creds(f.credentials),
 		grpc.MaxConcurrentStreams(uint32(f.streamsPerConnection)),
 		grpc.MaxRecvMsgSize(int(f.requestBytes)),

@@ -49,6 +49,15 @@ func (c *stream[Req, Resp]) Send(req *Req) {
 	}
 }
 
+// CloseSend ends the client's side of the stream, as a client that goes
+// away does.
+func (c *stream[Req, Resp]) CloseSend() {
+	c.tb.Helper()
+	if err := c.stream.CloseSend(); err != nil {
+		c.tb.Fatalf("CloseSend: %v", err)
+	}
+}
+
 // Recv waits for the next response.
 func (c *stream[Req, Resp]) Recv() *Resp {
 	c.tb.Helper()
