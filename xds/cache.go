@@ -287,7 +287,7 @@ func (c *cache) CreateWatch(req *cachev3.Request, sub cachev3.Subscription, out 
 	if err != nil {
 		return nil, err
 	}
-	return w.openSotWLocked(c, req, sub, out), nil
+	return w.openSotWLocked(c, req, sub, out)
 }
 
 // CreateDeltaWatch opens a Delta watch: see (*watch).openDelta.

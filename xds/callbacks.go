@@ -12,6 +12,7 @@ import (
 	rpcstatus "google.golang.org/genproto/googleapis/rpc/status"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/proto"
 )
 
 // The cache is also the server's callbacks: they tell it which stream a
@@ -117,6 +118,10 @@ func (c *cache) OnStreamDeltaRequest(id int64, req *discoveryv3.DeltaDiscoveryRe
 	})
 }
 
+// maxNodeBytes bounds a client's node, metadata included, which the server
+// keeps for the stream's life: Envoy's is a few KiB.
+const maxNodeBytes = 64 << 10
+
 // maxNameLength bounds the resource names a client may ask for: longer
 // than any Tributary serves ("extension/", a namespace of at most 63 bytes,
 // "/", a name of at most 253), so that a client's names cannot make the
@@ -153,6 +158,9 @@ func (c *cache) request(id streamID, key any, req request, growth func(*watch) i
 		}
 		if n := len(node.GetCluster()); n > c.limits.MaxNodeLength {
 			return status.Errorf(codes.InvalidArgument, "node.cluster is %d bytes, over the limit of %d (--xds-max-node-length)", n, c.limits.MaxNodeLength)
+		}
+		if n := proto.Size(node); n > maxNodeBytes {
+			return status.Errorf(codes.InvalidArgument, "node is %d bytes, over the limit of %d", n, maxNodeBytes)
 		}
 	}
 	now := time.Now()
@@ -234,7 +242,7 @@ func (c *cache) answerLocked(st *streamState, w *watch, typeURL string, req requ
 		Delta:           st.id.variant == Delta,
 	}
 	if r, ok := req.(*discoveryv3.DiscoveryRequest); ok {
-		n.AcceptedVersion = r.GetVersionInfo()
+		n.AcceptedVersion = clip(r.GetVersionInfo()) // the client's own string
 	}
 	return n, true
 }

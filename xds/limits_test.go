@@ -15,6 +15,7 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/types/known/structpb"
 
 	"github.com/tributary-dev/tributary/internal/testproc"
 	"github.com/tributary-dev/tributary/internal/xdstest"
@@ -183,4 +184,20 @@ func TestGroupsAreForgotten(t *testing.T) {
 	if !slices.Equal(groups, []string{"edge"}) {
 		t.Errorf("groups %v, want only the published one", groups)
 	}
+}
+
+// A node that is too large, metadata included, ends its stream; so does a
+// State-of-the-World request that repeats a name (the limits count
+// distinct names, and the request is kept).
+func TestNodeSizeAndRepeatedNames(t *testing.T) {
+	_, conn := startServer(t, xds.Options{})
+	meta, err := structpb.NewStruct(map[string]any{"blob": strings.Repeat("m", 70_000)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := refusedStream(t, conn, &discoveryv3.DiscoveryRequest{Node: &corev3.Node{Id: "a", Metadata: meta}, TypeUrl: resourcev3.ClusterType})
+	wantStatus(t, got, codes.InvalidArgument, "node is 70025 bytes, over the limit of 65536")
+
+	got = refusedStream(t, conn, &discoveryv3.DiscoveryRequest{Node: node("a"), TypeUrl: resourcev3.EndpointType, ResourceNames: []string{"x", "y", "x"}})
+	wantStatus(t, got, codes.InvalidArgument, "a State-of-the-World request names a resource more than once")
 }

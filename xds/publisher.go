@@ -430,10 +430,16 @@ func (p *Publisher) refused(group, typeURL, name string, err error) {
 	}
 }
 
+// maxNackNamesLogged bounds the names a NACK's log line lists.
+const maxNackNamesLogged = 10
+
 // nacked logs and counts a NACK and hands it to the group's owner.
 func (p *Publisher) nacked(n Nack) {
+	// A rejected response may hold thousands of resources: the line names
+	// the first few (the Sync session gets them all).
 	p.logger.Warn("xDS client rejected resources (NACK)",
-		"node", n.NodeID, "group", n.NodeGroup, "type", n.TypeURL, "resources", n.ResourceNames,
+		"node", n.NodeID, "group", n.NodeGroup, "type", n.TypeURL, "resources", len(n.ResourceNames),
+		"names", n.ResourceNames[:min(len(n.ResourceNames), maxNackNamesLogged)],
 		"version", n.RejectedVersion, "error", n.ErrorDetail)
 	if p.metrics != nil {
 		p.metrics.Nack(n)

@@ -121,7 +121,15 @@ func (c *cache) watchLocked(req any, typeURL string, node *corev3.Node) (*watch,
 	}
 	g := c.groupLocked(NodeGroup(node))
 	if w.group != g {
-		c.moveLocked(w, g, typeURL)
+		// A node names one group for all the stream's types.
+		for t, other := range st.watches {
+			if other.group != g {
+				c.moveLocked(other, g, t)
+				if other != w {
+					other.wakeLocked(c, false)
+				}
+			}
+		}
 	}
 	return w, nil
 }
@@ -215,10 +223,17 @@ func (c *cache) unsubscribeLocked(w *watch, names []string) {
 		c.names--
 		w.typ.unsubscribe(name, w)
 		delete(w.changed, name)
-		w.forgetSent(name)
-		if w.wildcard {
-			w.markLocked(name, now)
+		if !w.wildcard {
+			w.forgetSent(name)
+			continue
 		}
+		// Still subscribed by the wildcard, but a client drops what it
+		// unsubscribes from: sent again, or its removal if it is gone
+		// by the time the response is built.
+		if _, held := w.sent[name]; held {
+			w.sent[name] = ""
+		}
+		w.markLocked(name, now)
 	}
 }
 
@@ -340,7 +355,7 @@ func (w *watch) wakeLocked(c *cache, force bool) {
 // subscription; a request with no version of this server (the stream's
 // first, or one to a restarted server) is answered at once with everything
 // it subscribes to.
-func (w *watch) openSotWLocked(c *cache, req *cachev3.Request, sub cachev3.Subscription, out chan cachev3.Response) func() {
+func (w *watch) openSotWLocked(c *cache, req *cachev3.Request, sub cachev3.Subscription, out chan cachev3.Response) (func(), error) {
 	if !slices.Equal(req.GetResourceNames(), w.requestNames) || sub.IsWildcard() != w.wildcard {
 		subscribed := sub.SubscribedResources()
 		var gone []string
@@ -352,6 +367,15 @@ func (w *watch) openSotWLocked(c *cache, req *cachev3.Request, sub cachev3.Subsc
 		c.subscribeLocked(w, req.GetResourceNames())
 		c.setWildcardLocked(w, sub.IsWildcard())
 		c.unsubscribeLocked(w, gone)
+		distinct := len(subscribed)
+		if slices.Contains(req.GetResourceNames(), "*") {
+			distinct++ // the wildcard is not among subscribed
+		}
+		if len(req.GetResourceNames()) != distinct {
+			// The limits count distinct names; a request that repeats
+			// them would be kept (see requestNames) at any size.
+			return nil, status.Error(codes.InvalidArgument, "a State-of-the-World request names a resource more than once")
+		}
 		w.requestNames = req.GetResourceNames()
 	}
 	// A NACK of a stream's first response of a type carries no version:
@@ -365,7 +389,7 @@ func (w *watch) openSotWLocked(c *cache, req *cachev3.Request, sub cachev3.Subsc
 	w.open, w.generation = true, w.generation+1
 	w.sotwReq, w.sotwOut = req, out
 	w.wakeLocked(c, fresh)
-	return w.cancel(c)
+	return w.cancel(c), nil
 }
 
 // openDeltaLocked opens w for a Delta request and returns its cancel
