@@ -1,11 +1,9 @@
 package xds_test
 
 import (
-	"bytes"
 	"log/slog"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 
 	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
@@ -97,7 +95,7 @@ func TestNameTooLong(t *testing.T) {
 // A stream is logged when its first request is admitted and when it
 // closes; one refused at once is logged neither way.
 func TestStreamLogLines(t *testing.T) {
-	var log lockedBuffer
+	var log testproc.Buffer
 	logger := slog.New(slog.NewTextHandler(&log, &slog.HandlerOptions{
 		ReplaceAttr: func(_ []string, a slog.Attr) slog.Attr {
 			if a.Key == slog.TimeKey || a.Key == "duration" {
@@ -117,21 +115,4 @@ func TestStreamLogLines(t *testing.T) {
 	if got := log.String(); got != want {
 		t.Errorf("logged:\n%s\nwant:\n%s", got, want)
 	}
-}
-
-type lockedBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *lockedBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *lockedBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
 }
