@@ -6,6 +6,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"google.golang.org/protobuf/types/known/anypb"
 )
 
 // Variant is the xDS protocol variant a stream speaks.
@@ -180,4 +182,27 @@ func (c *cache) groupStatus(versions bool) []GroupStatus {
 	}
 	slices.SortFunc(out, func(a, b GroupStatus) int { return strings.Compare(a.Name, b.Name) })
 	return out
+}
+
+// Resource returns what group serves as typeURL's resource named name, and
+// its version, if it serves one: the bytes every client of the group is
+// sent, for an operator to decode and read. The Any is the one shared by
+// every response: read it, never change it.
+func (p *Publisher) Resource(group, typeURL, name string) (*anypb.Any, string, bool) {
+	c := p.cache
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	g := c.groups[group]
+	if g == nil {
+		return nil, "", false
+	}
+	t := g.types[typeURL]
+	if t == nil {
+		return nil, "", false
+	}
+	r := t.resources[name]
+	if r == nil {
+		return nil, "", false
+	}
+	return r.any, r.version(), true
 }

@@ -14,6 +14,7 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/keepalive"
+	"google.golang.org/protobuf/encoding/protojson"
 
 	"github.com/tributary-dev/tributary/metrics"
 	"github.com/tributary-dev/tributary/xds"
@@ -269,7 +270,52 @@ func (e *xdsEndpoint) debugRoutes() []metrics.Route {
 	if e == nil {
 		return nil
 	}
-	return []metrics.Route{{Pattern: "GET /debug/xds", Handler: http.HandlerFunc(e.serveStatus)}}
+	return []metrics.Route{
+		{Pattern: "GET /debug/xds", Handler: http.HandlerFunc(e.serveStatus)},
+		{Pattern: "GET /debug/xds/resource", Handler: http.HandlerFunc(e.serveResource)},
+	}
+}
+
+// xdsResource is what /debug/xds/resource answers: one resource a group
+// serves, decoded.
+type xdsResource struct {
+	Group    string          `json:"group"`
+	TypeURL  string          `json:"typeUrl"`
+	Name     string          `json:"name"`
+	Version  string          `json:"version"`
+	Resource json.RawMessage `json:"resource"`
+}
+
+// serveResource answers /debug/xds/resource?group=G&type=T&name=N with the
+// resource group G serves as type T (a type URL, or CDS, EDS, LDS…) under
+// name N, decoded to JSON: what its clients are sent, as `tributary xds
+// status` shows its version.
+func (e *xdsEndpoint) serveResource(w http.ResponseWriter, r *http.Request) {
+	q := r.URL.Query()
+	group, typeURL, name := q.Get("group"), q.Get("type"), q.Get("name")
+	for _, d := range discoveryServices {
+		if d.short == typeURL {
+			typeURL = d.typeURL
+		}
+	}
+	if group == "" || typeURL == "" || name == "" {
+		http.Error(w, "group, type and name are required", http.StatusBadRequest)
+		return
+	}
+	a, version, ok := e.publisher.Resource(group, typeURL, name)
+	if !ok {
+		http.Error(w, "the group serves no such resource", http.StatusNotFound)
+		return
+	}
+	body, err := protojson.Marshal(a)
+	if err != nil {
+		http.Error(w, "cannot decode the resource: "+err.Error(), http.StatusInternalServerError)
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Cache-Control", "no-store")
+	// A failed write means the client left; there is no one to tell.
+	_ = json.NewEncoder(w).Encode(xdsResource{Group: group, TypeURL: typeURL, Name: name, Version: version, Resource: body})
 }
 
 // serveStatus answers /debug/xds with the xDS status as JSON; with

@@ -2,9 +2,11 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
+	"net/http"
 	"strings"
 	"testing"
 	"time"
@@ -20,6 +22,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	tributaryv1 "github.com/tributary-dev/tributary/gen/go/tributary/v1"
+	"github.com/tributary-dev/tributary/internal/testproc"
 )
 
 // authzObjects is one valid ExtensionService, ns/authz, with one endpoint.
@@ -202,5 +205,48 @@ func TestServeXDSRequestLimits(t *testing.T) {
 	}
 	if err := second.Send(&discoveryv3.DeltaDiscoveryRequest{TypeUrl: resourcev3.ClusterType}); err != nil {
 		t.Errorf("a stream after the first ended: %v", err)
+	}
+}
+
+// TestXDSResourceDebug: /debug/xds/resource shows a resource a group
+// serves, decoded, with the version its clients are sent; it says why when
+// there is none.
+func TestXDSResourceDebug(t *testing.T) {
+	s := startServe(t, "--xds-address", "127.0.0.1:0", "--metrics-address", "127.0.0.1:0")
+	_, delta := publishAuthz(t, s.grpcAddress, "edge")
+	base := "http://" + s.metricsAddress + "/debug/xds/resource"
+
+	code, body := testproc.Get(t, base+"?group=edge&type=EDS&name="+authzName)
+	if code != http.StatusOK {
+		t.Fatalf("EDS %s: %d %s", authzName, code, body)
+	}
+	var got struct {
+		Group, TypeURL, Name, Version string
+		Resource                      struct {
+			Type        string `json:"@type"`
+			ClusterName string `json:"clusterName"`
+		}
+	}
+	if err := json.Unmarshal([]byte(body), &got); err != nil {
+		t.Fatalf("%v:\n%s", err, body)
+	}
+	want := delta.GetClusterLoadAssignments()[0].GetVersion()
+	if got.Group != "edge" || got.TypeURL != resourcev3.EndpointType || got.Name != authzName || got.Version != want ||
+		got.Resource.Type != resourcev3.EndpointType || got.Resource.ClusterName != authzName {
+		t.Errorf("got %+v, want the ClusterLoadAssignment %s of group edge in version %s", got, authzName, want)
+	}
+
+	for _, tc := range []struct {
+		query string
+		code  int
+		body  string
+	}{
+		{"?group=edge&type=EDS&name=extension/ns/none", http.StatusNotFound, "the group serves no such resource\n"},
+		{"?group=other&type=CDS&name=" + authzName, http.StatusNotFound, "the group serves no such resource\n"},
+		{"?group=edge&type=EDS", http.StatusBadRequest, "group, type and name are required\n"},
+	} {
+		if code, body := testproc.Get(t, base+tc.query); code != tc.code || body != tc.body {
+			t.Errorf("%s: %d %q, want %d %q", tc.query, code, body, tc.code, tc.body)
+		}
 	}
 }

@@ -265,20 +265,23 @@ func displayCell(s string, limit int) string {
 	return s
 }
 
+// discoveryServices names the xDS types by their discovery services, for
+// the status table and /debug/xds/resource.
+var discoveryServices = []struct{ short, typeURL string }{
+	{"CDS", resourcev3.ClusterType},
+	{"EDS", resourcev3.EndpointType},
+	{"LDS", resourcev3.ListenerType},
+	{"RDS", resourcev3.RouteType},
+	{"SDS", resourcev3.SecretType},
+}
+
 // shortType names the types the server serves as their discovery service
 // does (CDS, EDS, LDS); any other by its message name.
 func shortType(typeURL string) string {
-	switch typeURL {
-	case resourcev3.ClusterType:
-		return "CDS"
-	case resourcev3.EndpointType:
-		return "EDS"
-	case resourcev3.ListenerType:
-		return "LDS"
-	case resourcev3.RouteType:
-		return "RDS"
-	case resourcev3.SecretType:
-		return "SDS"
+	for _, d := range discoveryServices {
+		if d.typeURL == typeURL {
+			return d.short
+		}
 	}
 	return displayCell(metrics.TypeLabel(typeURL), maxNodeCell)
 }
