@@ -10,7 +10,8 @@
 // client that rejected it, and a group's resources outlive the session that
 // published them by a grace period.
 //
-// The cache (cache.go, watch.go, response.go, callbacks.go) replaces
+// The cache (cache.go, watch.go, subscription.go, response.go,
+// callbacks.go) replaces
 // go-control-plane's LinearCache so that a change costs in proportion to
 // the streams subscribed to what changed, not to the names each stream
 // holds; Limits bound what clients can make it hold, and Streams and Groups
