@@ -11,11 +11,10 @@
 // published them by a grace period.
 //
 // The cache (cache.go, watch.go, subscription.go, response.go,
-// callbacks.go) replaces
-// go-control-plane's LinearCache so that a change costs in proportion to
-// the streams subscribed to what changed, not to the names each stream
-// holds; Limits bound what clients can make it hold, and Streams and Groups
-// report its state.
+// callbacks.go) replaces go-control-plane's LinearCache so that a change
+// costs in proportion to the streams subscribed to what changed, not to the
+// names each stream holds; Limits bound what clients can make it hold, and
+// Streams and Groups report its state.
 //
 // The package knows nothing of the Sync protocol: package server maps
 // sessions and their deltas onto Publications.
