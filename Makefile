@@ -99,8 +99,9 @@ buf-lint: $(BUF) ## buf lint, and buf breaking against branch main when proto/ d
 	fi
 
 .PHONY: vet
-vet: ## go vet
+vet: ## go vet, and go.mod as go mod tidy leaves it
 	$(GO) vet ./...
+	$(GO) mod tidy -diff
 
 .PHONY: lint
 lint: buf-lint bin/golangci-lint ## buf-lint and golangci-lint (.golangci.yml)
