@@ -197,6 +197,39 @@ func (c *cache) forgetLocked(g *groupState) {
 	delete(c.groups, g.name)
 }
 
+// publishes reports whether group publishes typeURL's resource named name.
+func (c *cache) publishes(group, typeURL, name string) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	g := c.groups[group]
+	if g == nil || g.types[typeURL] == nil {
+		return false
+	}
+	_, ok := g.types[typeURL].resources[name]
+	return ok
+}
+
+// published returns the names of what group publishes, by type URL (the
+// types with none left out).
+func (c *cache) published(group string) map[string]map[string]struct{} {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	out := map[string]map[string]struct{}{}
+	if g := c.groups[group]; g != nil {
+		for typeURL, t := range g.types {
+			if len(t.resources) == 0 {
+				continue
+			}
+			names := make(map[string]struct{}, len(t.resources))
+			for name := range t.resources {
+				names[name] = struct{}{}
+			}
+			out[typeURL] = names
+		}
+	}
+	return out
+}
+
 // interned returns the interned resource of key, if any: a version some
 // group publishes already needs no decoding or validation.
 func (c *cache) internedResource(key resourceKey) *resource {

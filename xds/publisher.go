@@ -6,6 +6,8 @@ import (
 	"encoding/hex"
 	"errors"
 	"log/slog"
+	"maps"
+	"slices"
 	"sync"
 	"time"
 
@@ -111,21 +113,14 @@ type group struct {
 	name string
 	// owner is the live Publication, if any.
 	owner *Publication
-	// types tracks what is published, by type URL.
-	types map[string]*published
+	// stale holds, by type URL, the names no live Publication has
+	// published: those of a Publication that ended or was taken over,
+	// which its successor has not published again (yet). They are
+	// withdrawn when the grace period ends. What is published, and in which
+	// version, the cache holds.
+	stale map[string]map[string]struct{}
 	// withdraw, while set, will withdraw the stale resources.
 	withdraw *time.Timer
-}
-
-// published tracks the resources of one type published to a group.
-type published struct {
-	// versions maps every published name to the version (translate's
-	// content hash) of what is published under it.
-	versions map[string]string
-	// stale holds the names no live Publication has published: those of a
-	// Publication that ended or was taken over, which its successor has not
-	// published again (yet). They are withdrawn when the grace period ends.
-	stale map[string]struct{}
 }
 
 // ErrSuperseded is returned by Publication.Apply once a newer Publication
@@ -197,7 +192,7 @@ func (p *Publisher) Open(name string, opts PublicationOptions) (*Publication, er
 	p.mu.Lock()
 	g := p.groups[name]
 	if g == nil {
-		g = &group{name: name, types: map[string]*published{}}
+		g = &group{name: name}
 		p.groups[name] = g
 	}
 	pub := &Publication{p: p, group: g, opts: opts}
@@ -252,9 +247,8 @@ func (pub *Publication) Apply(c Changes) error {
 	p.updateLocked(g, resourcev3.EndpointType, clas, c.RemovedClusterLoadAssignments)
 	if pub.opts.Listeners {
 		listeners := make(map[string]*resource, len(c.Clusters))
-		published := g.published(resourcev3.ClusterType).versions
 		for _, r := range c.Clusters {
-			if _, ok := published[r.Name]; !ok {
+			if !p.cache.publishes(g.name, resourcev3.ClusterType, r.Name) {
 				continue // refused, with no good version: a Listener would lead nowhere
 			}
 			listeners[r.Name] = p.listener(g.name, r.Name)
@@ -310,40 +304,21 @@ func (p *Publisher) listener(group, name string) *resource {
 
 // updateLocked publishes resources (nil for one that failed validation)
 // and withdraws removed, for one type. Names published again stop being
-// stale; a resource whose version is already published is not touched, so
-// its clients see nothing.
+// stale; a resource whose version is already published is not touched
+// (see cache.update), so its clients see nothing.
 func (p *Publisher) updateLocked(g *group, typeURL string, resources map[string]*resource, removed []string) {
-	t := g.published(typeURL)
+	stale := g.stale[typeURL]
 	var upserts []*resource
-	var deletes []string
 	for name, res := range resources {
-		delete(t.stale, name)
-		if res == nil {
-			continue
+		delete(stale, name)
+		if res != nil {
+			upserts = append(upserts, res)
 		}
-		if v, ok := t.versions[name]; ok && v == res.version() {
-			continue
-		}
-		upserts = append(upserts, res)
-		t.versions[name] = res.version()
 	}
 	for _, name := range removed {
-		delete(t.stale, name)
-		if _, ok := t.versions[name]; ok {
-			delete(t.versions, name)
-			deletes = append(deletes, name)
-		}
+		delete(stale, name)
 	}
-	p.cache.update(g.name, typeURL, upserts, deletes)
-}
-
-func (g *group) published(typeURL string) *published {
-	t := g.types[typeURL]
-	if t == nil {
-		t = &published{versions: map[string]string{}, stale: map[string]struct{}{}}
-		g.types[typeURL] = t
-	}
-	return t
+	p.cache.update(g.name, typeURL, upserts, removed)
 }
 
 // Close ends the Publication. If it still owns the group, what it published
@@ -367,11 +342,7 @@ func (pub *Publication) Close() {
 // orphanLocked marks everything published to g stale and (re)starts the
 // grace period.
 func (p *Publisher) orphanLocked(g *group) {
-	for _, t := range g.types {
-		for name := range t.versions {
-			t.stale[name] = struct{}{}
-		}
-	}
+	g.stale = p.cache.published(g.name)
 	if g.withdraw != nil {
 		g.withdraw.Stop()
 		g.withdraw = nil
@@ -397,26 +368,16 @@ func (p *Publisher) orphanLocked(g *group) {
 // is published and no Publication owns it.
 func (p *Publisher) withdrawLocked(g *group) {
 	withdrawn := 0
-	for typeURL, t := range g.types {
-		toDelete := make([]string, 0, len(t.stale))
-		for name := range t.stale {
-			delete(t.versions, name)
-			toDelete = append(toDelete, name)
-		}
-		clear(t.stale)
-		withdrawn += len(toDelete)
-		p.cache.update(g.name, typeURL, nil, toDelete)
+	for typeURL, stale := range g.stale {
+		withdrawn += len(stale)
+		p.cache.update(g.name, typeURL, nil, slices.Collect(maps.Keys(stale)))
 	}
+	g.stale = nil
 	if withdrawn > 0 {
 		p.logger.Info("withdrew xDS resources", "group", g.name, "resources", withdrawn)
 	}
-	if g.owner != nil || p.groups[g.name] != g {
+	if g.owner != nil || p.groups[g.name] != g || len(p.cache.published(g.name)) > 0 {
 		return
-	}
-	for _, t := range g.types {
-		if len(t.versions) > 0 {
-			return
-		}
 	}
 	delete(p.groups, g.name)
 }
