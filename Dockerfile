@@ -16,6 +16,8 @@ FROM --platform=$BUILDPLATFORM golang:${GO_VERSION} AS build
 WORKDIR /src
 # Modules first, in their own layer: source edits do not download them again.
 COPY go.mod go.sum ./
+COPY client/go.mod client/go.sum client/
+COPY gen/go/go.mod gen/go/go.sum gen/go/
 RUN --mount=type=cache,target=/go/pkg/mod go mod download
 COPY . .
 ARG TARGETOS TARGETARCH VERSION

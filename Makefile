@@ -12,7 +12,7 @@ GO_TOOLS := bin/golangci-lint bin/grpcurl bin/benchstat
 
 TEST_TIMEOUT ?= 10m
 FUZZTIME ?= 60s
-BENCH_PKGS ?= ./translate/ ./envoy/
+BENCH_PKGS ?= ./internal/translate/ ./internal/envoy/
 
 # stage runs one make target and prints how long it took, so a slow CI run
 # shows where its time went.
@@ -70,7 +70,7 @@ generate: $(BUF) $(PROTOC_GEN_ES) ## regenerate gen/ and client/node/gen/ from p
 # GENERATED lists every directory buf.gen.yaml writes. check-generated
 # regenerates into a scratch directory and compares each with the work tree,
 # so stale or hand-edited generated code fails without touching the tree
-# (Python's bytecode caches aside).
+# (Python's bytecode caches and gen/go's go.mod and go.sum aside).
 GENERATED := gen client/node/gen
 
 .PHONY: check-generated
@@ -78,7 +78,7 @@ check-generated: $(BUF) $(PROTOC_GEN_ES) ## fail if gen/ or client/node/gen/ is 
 	@scratch=$$(mktemp -d); trap 'rm -rf "$$scratch"' EXIT; \
 	$(BUF) generate --output "$$scratch"; \
 	for dir in $(GENERATED); do \
-		if ! diff -r --exclude=__pycache__ "$$dir" "$$scratch/$$dir"; then \
+		if ! diff -r --exclude=__pycache__ --exclude=go.mod --exclude=go.sum "$$dir" "$$scratch/$$dir"; then \
 			echo "$$dir/ is stale: run 'make generate' and commit the result." >&2; exit 1; \
 		fi; \
 	done; \
@@ -98,18 +98,24 @@ buf-lint: $(BUF) ## buf lint, and buf breaking against branch main when proto/ d
 		$(BUF) breaking --against '.git#branch=main'; \
 	fi
 
+# GO_MODULES are the repository's Go modules that `./...` at the root does
+# not reach past: the service (the root), the public clients and the
+# generated API, each with a go.mod of its own so that a program importing
+# the clients needs none of the service's requirements. test/deploy is a
+# module too; deploy-test checks it.
+GO_MODULES := . client gen/go
+
 .PHONY: vet
-vet: ## go vet, and go.mod as go mod tidy leaves it
-	$(GO) vet ./...
-	$(GO) mod tidy -diff
+vet: ## go vet, and every go.mod as go mod tidy leaves it
+	@for m in $(GO_MODULES); do echo "go vet ($$m)"; (cd $$m && $(GO) vet ./... && $(GO) mod tidy -diff); done
 
 .PHONY: lint
 lint: buf-lint bin/golangci-lint ## buf-lint and golangci-lint (.golangci.yml)
-	bin/golangci-lint run ./...
+	@for m in $(GO_MODULES); do echo "golangci-lint ($$m)"; (cd $$m && $(CURDIR)/bin/golangci-lint run --config $(CURDIR)/.golangci.yml ./...); done
 
 .PHONY: go-test
 go-test: ## go test -race only (fuzz targets run on their seed corpus)
-	$(GO) test -race -count=1 -timeout $(TEST_TIMEOUT) ./...
+	@for m in $(GO_MODULES); do echo "go test ($$m)"; (cd $$m && $(GO) test -race -count=1 -timeout $(TEST_TIMEOUT) ./...); done
 
 # node-test type-checks the Node client's JSDoc, then runs its tests against
 # bin/tributary, which they start themselves (without TRIBUTARY_BIN they
@@ -129,14 +135,14 @@ python-test: build ## the Python client's tests (client/python)
 		$(PYTHON) -m unittest discover -s client/python -v
 
 # deploy-test builds the Kubernetes manifests with kustomize and checks them
-# (and the Dockerfile) against bin/tributary. deploy/ is a module of its own,
-# so kustomize's dependencies stay out of go.mod; it is vetted and linted
-# here because `./...` at the root does not reach it.
+# (and the Dockerfile) against bin/tributary. Its tests (test/deploy) are a
+# module of their own, so kustomize's dependencies stay out of go.mod; it is
+# vetted and linted here because `./...` at the root does not reach it.
 .PHONY: deploy-test
 deploy-test: build bin/golangci-lint ## the manifests in deploy/ and the Dockerfile, checked against bin/tributary
-	cd deploy && $(GO) vet ./...
-	cd deploy && ../bin/golangci-lint run --config ../.golangci.yml ./...
-	cd deploy && TRIBUTARY_BIN=$(CURDIR)/bin/tributary $(GO) test -race -count=1 -timeout $(TEST_TIMEOUT) ./...
+	cd test/deploy && $(GO) vet ./... && $(GO) mod tidy -diff
+	cd test/deploy && $(CURDIR)/bin/golangci-lint run --config $(CURDIR)/.golangci.yml ./...
+	cd test/deploy && TRIBUTARY_BIN=$(CURDIR)/bin/tributary $(GO) test -race -count=1 -timeout $(TEST_TIMEOUT) ./...
 
 .PHONY: test
 test: tools ## everything CI checks: check-generated, vet, lint, go-test, node-test, python-test, deploy-test

@@ -18,6 +18,8 @@ require (
 	github.com/prometheus/client_golang v1.25.0
 	github.com/prometheus/client_model v0.6.3
 	github.com/prometheus/common v0.72.0
+	github.com/tributary-dev/tributary/client v0.0.0-00010101000000-000000000000
+	github.com/tributary-dev/tributary/gen/go v0.0.0-00010101000000-000000000000
 	go.uber.org/goleak v1.3.0
 	golang.org/x/net v0.62.0
 	google.golang.org/genproto/googleapis/rpc v0.0.0-20260817212433-ac3dfec99bb1
@@ -60,4 +62,11 @@ require (
 	k8s.io/utils v0.0.0-20260626114624-be93311217bd // indirect
 	sigs.k8s.io/randfill v1.0.0 // indirect
 	sigs.k8s.io/structured-merge-diff/v6 v6.4.2 // indirect
+)
+
+// The public modules of this repository, taken from the checkout: the
+// generated API and the Go clients (client, client/contour).
+replace (
+	github.com/tributary-dev/tributary/client => ./client
+	github.com/tributary-dev/tributary/gen/go => ./gen/go
 )

@@ -16,7 +16,7 @@ import (
 
 	"github.com/tributary-dev/tributary/client/contour"
 	tributaryv1 "github.com/tributary-dev/tributary/gen/go/tributary/v1"
-	"github.com/tributary-dev/tributary/manifest"
+	"github.com/tributary-dev/tributary/internal/manifest"
 )
 
 var update = flag.Bool("update", false, "rewrite translate-request.json from extauth.yaml")
@@ -82,7 +82,7 @@ func TestGoldenCaseIsTheExample(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	golden, err := os.ReadFile("../testdata/golden/extauth-example/input.yaml")
+	golden, err := os.ReadFile("../cmd/tributary/testdata/golden/extauth-example/input.yaml")
 	if err != nil {
 		t.Fatal(err)
 	}

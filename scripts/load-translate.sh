@@ -77,4 +77,4 @@ timeout 10m "$ghz" --insecure \
 	--concurrency "$concurrency" --connections "$connections" \
 	--format json --output "$report" \
 	"$address"
-go run ./loadtest/cmd/ghzsummary <"$report"
+go run ./test/loadtest/cmd/ghzsummary <"$report"

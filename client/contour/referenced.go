@@ -5,10 +5,11 @@ import (
 	"strings"
 	"sync"
 
+	discovery_v1 "k8s.io/api/discovery/v1"
+	"k8s.io/apimachinery/pkg/types"
+
 	"github.com/tributary-dev/tributary/client"
 	tributaryv1 "github.com/tributary-dev/tributary/gen/go/tributary/v1"
-	"github.com/tributary-dev/tributary/model"
-	"github.com/tributary-dev/tributary/source"
 )
 
 // referencedOnly is the syncTarget in front of an Adapter's session (or its
@@ -55,10 +56,10 @@ type referencedOnly struct {
 	// deleted, passed on or not.
 	held map[objectKey]*tributaryv1.KubernetesObject
 	// slicesOf indexes the held EndpointSlices by the Service they belong to.
-	slicesOf map[source.NamespacedName]map[string]*tributaryv1.KubernetesObject
+	slicesOf map[types.NamespacedName]map[string]*tributaryv1.KubernetesObject
 	// namedServices and namedSecrets hold every Service and Secret named so
 	// far: what is passed on.
-	namedServices, namedSecrets map[source.NamespacedName]bool
+	namedServices, namedSecrets map[types.NamespacedName]bool
 }
 
 // newReferencedOnly returns a referencedOnly passing on to next, under the
@@ -67,13 +68,13 @@ func newReferencedOnly(next syncTarget, settings *tributaryv1.Settings) *referen
 	r := &referencedOnly{
 		next:          next,
 		held:          map[objectKey]*tributaryv1.KubernetesObject{},
-		slicesOf:      map[source.NamespacedName]map[string]*tributaryv1.KubernetesObject{},
-		namedServices: map[source.NamespacedName]bool{},
-		namedSecrets:  map[source.NamespacedName]bool{},
+		slicesOf:      map[types.NamespacedName]map[string]*tributaryv1.KubernetesObject{},
+		namedServices: map[types.NamespacedName]bool{},
+		namedSecrets:  map[types.NamespacedName]bool{},
 	}
 	// A malformed setting names nothing; the server refuses it anyway.
 	if ns, name, ok := strings.Cut(settings.GetClientCertificate(), "/"); ok && name != "" {
-		r.namedSecrets[source.NamespacedName{Namespace: ns, Name: name}] = true
+		r.namedSecrets[types.NamespacedName{Namespace: ns, Name: name}] = true
 	}
 	return r
 }
@@ -164,7 +165,7 @@ func (r *referencedOnly) passNamed(es *tributaryv1.ExtensionService) {
 }
 
 // passHeld passes on the held object of kind and name, if there is one.
-func (r *referencedOnly) passHeld(kind tributaryv1.ObjectKind, name source.NamespacedName) {
+func (r *referencedOnly) passHeld(kind tributaryv1.ObjectKind, name types.NamespacedName) {
 	if obj := r.held[objectKey{kind: kind, namespace: name.Namespace, name: name.Name}]; obj != nil {
 		r.next.Upsert(obj)
 	}
@@ -199,16 +200,16 @@ func (r *referencedOnly) dropHeld(key objectKey, old *tributaryv1.KubernetesObje
 
 // namedBy returns the Services and Secrets es names; an empty name names
 // nothing. A target Service is in es's namespace; a CA Secret is where
-// model.CASecretName says, which is where translation looks for it.
-func namedBy(es *tributaryv1.ExtensionService) (services, secrets []source.NamespacedName) {
+// caSecretName says, which is where translation looks for it.
+func namedBy(es *tributaryv1.ExtensionService) (services, secrets []types.NamespacedName) {
 	namespace := es.GetMetadata().GetNamespace()
 	for _, target := range es.GetSpec().GetServices() {
 		if target.GetName() != "" {
-			services = append(services, source.NamespacedName{Namespace: namespace, Name: target.GetName()})
+			services = append(services, types.NamespacedName{Namespace: namespace, Name: target.GetName()})
 		}
 	}
 	if ca := es.GetSpec().GetValidation().GetCaSecret(); ca != "" {
-		if secret := model.CASecretName(ca, namespace); secret.Name != "" {
+		if secret := caSecretName(ca, namespace); secret.Name != "" {
 			secrets = append(secrets, secret)
 		}
 	}
@@ -224,15 +225,31 @@ func isHeldKind(kind tributaryv1.ObjectKind) bool {
 	return false
 }
 
-func nameOf(meta *tributaryv1.ObjectMeta) source.NamespacedName {
-	return source.NamespacedName{Namespace: meta.GetNamespace(), Name: meta.GetName()}
+func nameOf(meta *tributaryv1.ObjectMeta) types.NamespacedName {
+	return types.NamespacedName{Namespace: meta.GetNamespace(), Name: meta.GetName()}
 }
 
 // serviceOfSlice names the Service an EndpointSlice belongs to. A slice
 // without the label belongs to a Service named "", which namedBy never
 // returns: the server requires the label, and translation would not read
 // the slice.
-func serviceOfSlice(obj *tributaryv1.KubernetesObject) source.NamespacedName {
+func serviceOfSlice(obj *tributaryv1.KubernetesObject) types.NamespacedName {
 	meta := obj.GetEndpointSlice().GetMetadata()
-	return source.NamespacedName{Namespace: meta.GetNamespace(), Name: meta.GetLabels()[source.ServiceNameLabel]}
+	return types.NamespacedName{Namespace: meta.GetNamespace(), Name: meta.GetLabels()[discovery_v1.LabelServiceName]}
+}
+
+// caSecretName reads spec.validation.caSecret as translation does: "name"
+// or "namespace/name", a missing namespace meaning the ExtensionService's
+// own. The adapter lives in a module of its own that cannot import the
+// translator, so the rule is stated twice: here and in internal/model
+// (CASecretName).
+func caSecretName(ref, namespace string) types.NamespacedName {
+	ns, name, found := strings.Cut(ref, "/")
+	if !found {
+		ns, name = "", ref
+	}
+	if ns == "" {
+		ns = namespace
+	}
+	return types.NamespacedName{Namespace: ns, Name: name}
 }

@@ -10,9 +10,10 @@ import (
 	"strings"
 	"testing"
 
+	discovery_v1 "k8s.io/api/discovery/v1"
+	"k8s.io/apimachinery/pkg/types"
+
 	tributaryv1 "github.com/tributary-dev/tributary/gen/go/tributary/v1"
-	"github.com/tributary-dev/tributary/model"
-	"github.com/tributary-dev/tributary/source"
 )
 
 // recordingTarget holds what a referencedOnly passed on, as a session's
@@ -76,8 +77,8 @@ func history(t *testing.T, ops []byte) {
 		}
 	}
 	r := newReferencedOnly(target, &tributaryv1.Settings{ClientCertificate: clientCertificate})
-	everServices := map[source.NamespacedName]bool{}
-	everSecrets := map[source.NamespacedName]bool{{Namespace: "ns0", Name: "name1"}: true}
+	everServices := map[types.NamespacedName]bool{}
+	everSecrets := map[types.NamespacedName]bool{{Namespace: "ns0", Name: "name1"}: true}
 	meta := func(ns, name byte, labels map[string]string) *tributaryv1.ObjectMeta {
 		return &tributaryv1.ObjectMeta{Namespace: fmt.Sprintf("ns%d", ns%2), Name: name2(name), Labels: labels}
 	}
@@ -93,9 +94,9 @@ func history(t *testing.T, ops []byte) {
 			switch b % 6 {
 			case 0: // no label
 			case 1:
-				labels = map[string]string{source.ServiceNameLabel: ""}
+				labels = map[string]string{discovery_v1.LabelServiceName: ""}
 			default:
-				labels = map[string]string{source.ServiceNameLabel: name2(b)}
+				labels = map[string]string{discovery_v1.LabelServiceName: name2(b)}
 			}
 			obj = &tributaryv1.KubernetesObject{Kind: &tributaryv1.KubernetesObject_EndpointSlice{EndpointSlice: &tributaryv1.EndpointSlice{Metadata: meta(ns, a, labels)}}}
 		case 2:
@@ -157,16 +158,16 @@ func name2(b byte) string { return fmt.Sprintf("name%d", b%3) }
 // names is what es names, read from its spec as the contract reads it: the
 // Services it targets in its namespace and its CA Secret; empty names name
 // nothing.
-func names(es *tributaryv1.ExtensionService) (services, secrets map[source.NamespacedName]bool) {
-	services, secrets = map[source.NamespacedName]bool{}, map[source.NamespacedName]bool{}
+func names(es *tributaryv1.ExtensionService) (services, secrets map[types.NamespacedName]bool) {
+	services, secrets = map[types.NamespacedName]bool{}, map[types.NamespacedName]bool{}
 	namespace := es.GetMetadata().GetNamespace()
 	for _, target := range es.GetSpec().GetServices() {
 		if target.GetName() != "" {
-			services[source.NamespacedName{Namespace: namespace, Name: target.GetName()}] = true
+			services[types.NamespacedName{Namespace: namespace, Name: target.GetName()}] = true
 		}
 	}
 	if ca := es.GetSpec().GetValidation().GetCaSecret(); ca != "" {
-		if secret := model.CASecretName(ca, namespace); secret.Name != "" {
+		if secret := caSecretOracle(ca, namespace); secret.Name != "" {
 			secrets[secret] = true
 		}
 	}
@@ -175,17 +176,17 @@ func names(es *tributaryv1.ExtensionService) (services, secrets map[source.Names
 
 // objectsOf returns the Services and Secrets of objects with the given
 // names, and the EndpointSlices labelled with one of the Service names.
-func objectsOf(objects map[objectKey]*tributaryv1.KubernetesObject, services, secrets map[source.NamespacedName]bool) map[objectKey]*tributaryv1.KubernetesObject {
+func objectsOf(objects map[objectKey]*tributaryv1.KubernetesObject, services, secrets map[types.NamespacedName]bool) map[objectKey]*tributaryv1.KubernetesObject {
 	out := map[objectKey]*tributaryv1.KubernetesObject{}
 	for key, obj := range objects {
-		named := source.NamespacedName{Namespace: key.namespace, Name: key.name}
+		named := types.NamespacedName{Namespace: key.namespace, Name: key.name}
 		switch key.kind {
 		case tributaryv1.ObjectKind_OBJECT_KIND_SERVICE:
 			if services[named] {
 				out[key] = obj
 			}
 		case tributaryv1.ObjectKind_OBJECT_KIND_ENDPOINT_SLICE:
-			if label, ok := obj.GetEndpointSlice().GetMetadata().GetLabels()[source.ServiceNameLabel]; ok && services[source.NamespacedName{Namespace: key.namespace, Name: label}] {
+			if label, ok := obj.GetEndpointSlice().GetMetadata().GetLabels()[discovery_v1.LabelServiceName]; ok && services[types.NamespacedName{Namespace: key.namespace, Name: label}] {
 				out[key] = obj
 			}
 		case tributaryv1.ObjectKind_OBJECT_KIND_SECRET:
@@ -242,4 +243,16 @@ func FuzzReferencedOnly(f *testing.F) {
 		}
 		history(t, ops)
 	})
+}
+
+// caSecretOracle restates, independently of the adapter, where the contract
+// looks for a CA Secret: "namespace/name", or "name" in es's namespace.
+func caSecretOracle(ref, namespace string) types.NamespacedName {
+	if i := strings.IndexByte(ref, '/'); i >= 0 {
+		if i == 0 {
+			return types.NamespacedName{Namespace: namespace, Name: ref[1:]}
+		}
+		return types.NamespacedName{Namespace: ref[:i], Name: ref[i+1:]}
+	}
+	return types.NamespacedName{Namespace: namespace, Name: ref}
 }

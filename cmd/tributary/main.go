@@ -12,7 +12,7 @@ import (
 
 	"google.golang.org/grpc/grpclog"
 
-	"github.com/tributary-dev/tributary/server"
+	"github.com/tributary-dev/tributary/internal/server"
 )
 
 const usage = `Tributary translates Contour ExtensionServices into Envoy Clusters and

@@ -17,7 +17,7 @@ import (
 	"google.golang.org/grpc/status"
 	"sigs.k8s.io/yaml"
 
-	"github.com/tributary-dev/tributary/manifest"
+	"github.com/tributary-dev/tributary/internal/manifest"
 )
 
 const example = "../../examples/extauth.yaml"

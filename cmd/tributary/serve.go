@@ -11,7 +11,7 @@ import (
 
 	"google.golang.org/grpc/health"
 
-	"github.com/tributary-dev/tributary/server"
+	"github.com/tributary-dev/tributary/internal/server"
 )
 
 // defaultAddress is loopback on purpose: without the TLS flags (see

@@ -4,7 +4,7 @@ import (
 	"flag"
 	"fmt"
 
-	"github.com/tributary-dev/tributary/server"
+	"github.com/tributary-dev/tributary/internal/server"
 )
 
 // limitFlags are serve's limits against abuse (besides --max-message-size):

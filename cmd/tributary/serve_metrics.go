@@ -9,7 +9,7 @@ import (
 	"net/http"
 	"time"
 
-	"github.com/tributary-dev/tributary/metrics"
+	"github.com/tributary-dev/tributary/internal/metrics"
 )
 
 // metricsShutdownTimeout bounds how long a scrape or probe in progress may

@@ -10,7 +10,7 @@ import (
 
 	"google.golang.org/grpc/credentials"
 
-	"github.com/tributary-dev/tributary/tlsfiles"
+	"github.com/tributary-dev/tributary/internal/tlsfiles"
 )
 
 // tlsFlags are serve's TLS flags. The same material secures the gRPC port

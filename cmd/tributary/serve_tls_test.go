@@ -21,7 +21,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	tributaryv1 "github.com/tributary-dev/tributary/gen/go/tributary/v1"
-	"github.com/tributary-dev/tributary/tlsfiles/testcerts"
+	"github.com/tributary-dev/tributary/internal/tlsfiles/testcerts"
 )
 
 // dialTLS connects to addr trusting ca, presenting client if not nil.

@@ -16,8 +16,8 @@ import (
 	"google.golang.org/grpc/keepalive"
 	"google.golang.org/protobuf/encoding/protojson"
 
-	"github.com/tributary-dev/tributary/metrics"
-	"github.com/tributary-dev/tributary/xds"
+	"github.com/tributary-dev/tributary/internal/metrics"
+	"github.com/tributary-dev/tributary/internal/xds"
 )
 
 // xdsStopTimeout bounds how long xDS responses being written may take once

@@ -14,8 +14,8 @@ import (
 
 	"github.com/tributary-dev/tributary/client/contour"
 	tributaryv1 "github.com/tributary-dev/tributary/gen/go/tributary/v1"
-	"github.com/tributary-dev/tributary/manifest"
-	"github.com/tributary-dev/tributary/server"
+	"github.com/tributary-dev/tributary/internal/manifest"
+	"github.com/tributary-dev/tributary/internal/server"
 )
 
 const translateSynopsis = "tributary translate -f PATH [-f PATH...] [--settings FILE] [-o json|yaml]"

@@ -19,13 +19,13 @@ import (
 	"google.golang.org/protobuf/encoding/protojson"
 	"sigs.k8s.io/yaml"
 
-	"github.com/tributary-dev/tributary/envoy"
+	"github.com/tributary-dev/tributary/internal/envoy"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files of testdata/golden")
 
 // goldenDir holds one directory per case; see its README.md.
-const goldenDir = "../../testdata/golden"
+const goldenDir = "testdata/golden"
 
 // Files of a golden case.
 const (

@@ -19,8 +19,8 @@ import (
 
 	resourcev3 "github.com/envoyproxy/go-control-plane/pkg/resource/v3"
 
-	"github.com/tributary-dev/tributary/metrics"
-	"github.com/tributary-dev/tributary/xds"
+	"github.com/tributary-dev/tributary/internal/metrics"
+	"github.com/tributary-dev/tributary/internal/xds"
 )
 
 const xdsUsage = `Usage:

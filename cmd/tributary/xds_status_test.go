@@ -18,10 +18,10 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
 
+	"github.com/tributary-dev/tributary/internal/metrics"
 	"github.com/tributary-dev/tributary/internal/testproc"
+	"github.com/tributary-dev/tributary/internal/xds"
 	"github.com/tributary-dev/tributary/internal/xdstest"
-	"github.com/tributary-dev/tributary/metrics"
-	"github.com/tributary-dev/tributary/xds"
 )
 
 // authzName is the name of the Cluster and ClusterLoadAssignment that

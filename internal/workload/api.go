@@ -4,7 +4,7 @@ import (
 	"slices"
 
 	tributaryv1 "github.com/tributary-dev/tributary/gen/go/tributary/v1"
-	"github.com/tributary-dev/tributary/source"
+	"github.com/tributary-dev/tributary/internal/source"
 )
 
 // The conversions below give the API form of the objects this package

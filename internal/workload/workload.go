@@ -6,7 +6,7 @@ import (
 	"fmt"
 	"net/netip"
 
-	"github.com/tributary-dev/tributary/source"
+	"github.com/tributary-dev/tributary/internal/source"
 )
 
 // Namespaces is how many namespaces the ExtensionServices spread over.

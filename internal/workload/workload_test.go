@@ -5,9 +5,9 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/tributary-dev/tributary/internal/source"
+	"github.com/tributary-dev/tributary/internal/translate"
 	"github.com/tributary-dev/tributary/internal/workload"
-	"github.com/tributary-dev/tributary/source"
-	"github.com/tributary-dev/tributary/translate"
 )
 
 // Standard gives the same objects every time, every pod its own address,

@@ -1,0 +1,48 @@
+package envoy
+
+import (
+	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
+	endpointv3 "github.com/envoyproxy/go-control-plane/envoy/config/endpoint/v3"
+	"google.golang.org/protobuf/types/known/wrapperspb"
+
+	"github.com/tributary-dev/tributary/internal/model"
+)
+
+// BuildClusterLoadAssignment returns the ClusterLoadAssignment for ec: one
+// LocalityLbEndpoints per Locality, in order, each with its own sub_zone so
+// that clients keep the localities (and their weights) apart. A Locality
+// without weight leaves load_balancing_weight unset, which is how the
+// xDS API says "no traffic" under locality-weighted balancing. Sockets keep
+// the default TCP protocol, so only address and port_value are set.
+//
+// This is the reference encoding: AppendClusterLoadAssignment must produce
+// exactly the bytes proto.Marshal gives for it.
+func BuildClusterLoadAssignment(ec *model.ExtensionCluster) *endpointv3.ClusterLoadAssignment {
+	cla := &endpointv3.ClusterLoadAssignment{ClusterName: ec.Name}
+	if len(ec.Localities) == 0 {
+		return cla
+	}
+	cla.Endpoints = make([]*endpointv3.LocalityLbEndpoints, len(ec.Localities))
+	for i := range ec.Localities {
+		loc := &ec.Localities[i]
+		lle := &endpointv3.LocalityLbEndpoints{
+			Locality:    &corev3.Locality{SubZone: loc.SubZone},
+			LbEndpoints: make([]*endpointv3.LbEndpoint, len(loc.Endpoints)),
+		}
+		if loc.Weight > 0 {
+			lle.LoadBalancingWeight = wrapperspb.UInt32(loc.Weight)
+		}
+		for j, ep := range loc.Endpoints {
+			lle.LbEndpoints[j] = &endpointv3.LbEndpoint{
+				HostIdentifier: &endpointv3.LbEndpoint_Endpoint{Endpoint: &endpointv3.Endpoint{
+					Address: &corev3.Address{Address: &corev3.Address_SocketAddress{SocketAddress: &corev3.SocketAddress{
+						Address:       ep.Address,
+						PortSpecifier: &corev3.SocketAddress_PortValue{PortValue: ep.Port},
+					}}},
+				}},
+			}
+		}
+		cla.Endpoints[i] = lle
+	}
+	return cla
+}

@@ -1,0 +1,184 @@
+package envoy
+
+import (
+	"google.golang.org/protobuf/encoding/protowire"
+
+	"github.com/tributary-dev/tributary/internal/model"
+)
+
+// Tags of the fields AppendClusterLoadAssignment writes, named
+// message_field. The numbers come from the generated go-control-plane types
+// (envoy/config/endpoint/v3, envoy/config/core/v3) and wrapperspb; every
+// one is below 16, so each tag is a single byte. proto.Marshal writes the
+// fields of a message in field-number order, so this encoder does too.
+const (
+	tagCLAClusterName     = 1<<3 | byte(protowire.BytesType)  // ClusterLoadAssignment.cluster_name
+	tagCLAEndpoints       = 2<<3 | byte(protowire.BytesType)  // ClusterLoadAssignment.endpoints
+	tagLocalityLbLocality = 1<<3 | byte(protowire.BytesType)  // LocalityLbEndpoints.locality
+	tagLocalityLbEndpoint = 2<<3 | byte(protowire.BytesType)  // LocalityLbEndpoints.lb_endpoints
+	tagLocalityLbWeight   = 3<<3 | byte(protowire.BytesType)  // LocalityLbEndpoints.load_balancing_weight
+	tagLocalitySubZone    = 3<<3 | byte(protowire.BytesType)  // core.Locality.sub_zone
+	tagUInt32Value        = 1<<3 | byte(protowire.VarintType) // UInt32Value.value
+	tagLbEndpointEndpoint = 1<<3 | byte(protowire.BytesType)  // LbEndpoint.endpoint (oneof)
+	tagEndpointAddress    = 1<<3 | byte(protowire.BytesType)  // Endpoint.address
+	tagAddressSocket      = 1<<3 | byte(protowire.BytesType)  // core.Address.socket_address (oneof)
+	tagSocketAddress      = 2<<3 | byte(protowire.BytesType)  // core.SocketAddress.address
+	tagSocketPortValue    = 3<<3 | byte(protowire.VarintType) // core.SocketAddress.port_value (oneof)
+)
+
+// AppendClusterLoadAssignment appends to dst the wire encoding of
+// BuildClusterLoadAssignment(ec), byte for byte what proto.Marshal gives,
+// without building the proto: that would cost seven small allocations per
+// endpoint, and translation handles millions of endpoints. It sizes the
+// whole message first, grows dst at most once to exactly that, and then
+// writes each nested length from arithmetic rather than by re-encoding.
+//
+// Every value written is one proto.Marshal would write: strings only when
+// non-empty (proto3 implicit presence), while oneof members (endpoint,
+// socket_address, port_value) and set message fields are always written,
+// even when empty or zero.
+func AppendClusterLoadAssignment(dst []byte, ec *model.ExtensionCluster) []byte {
+	// The sizes of the first few localities are kept for the writing pass;
+	// a CLA has one locality per target, so more is rare.
+	var kept [8]int
+	size := sizeString(ec.Name)
+	for i := range ec.Localities {
+		n := sizeLocalityLbEndpoints(&ec.Localities[i])
+		if i < len(kept) {
+			kept[i] = n
+		}
+		size += sizeMessage(n)
+	}
+	if free := cap(dst) - len(dst); free < size {
+		grown := make([]byte, len(dst), len(dst)+size)
+		copy(grown, dst)
+		dst = grown
+	}
+
+	dst = appendString(dst, tagCLAClusterName, ec.Name)
+	for i := range ec.Localities {
+		loc := &ec.Localities[i]
+		n := 0
+		if i < len(kept) {
+			n = kept[i]
+		} else {
+			n = sizeLocalityLbEndpoints(loc)
+		}
+		dst = append(dst, tagCLAEndpoints)
+		dst = appendVarint(dst, uint64(n))
+
+		dst = append(dst, tagLocalityLbLocality)
+		dst = appendVarint(dst, uint64(sizeString(loc.SubZone)))
+		dst = appendString(dst, tagLocalitySubZone, loc.SubZone)
+
+		for _, ep := range loc.Endpoints {
+			dst = appendLbEndpoint(dst, ep)
+		}
+
+		if loc.Weight > 0 {
+			dst = append(dst, tagLocalityLbWeight)
+			dst = appendVarint(dst, uint64(1+protowire.SizeVarint(uint64(loc.Weight))))
+			dst = append(dst, tagUInt32Value)
+			dst = appendVarint(dst, uint64(loc.Weight))
+		}
+	}
+	return dst
+}
+
+// appendLbEndpoint writes one lb_endpoints entry:
+// LbEndpoint{endpoint: {address: {socket_address: {address, port_value}}}}.
+func appendLbEndpoint(dst []byte, ep model.Endpoint) []byte {
+	socket := sizeSocketAddress(ep)
+	// Each enclosing message adds a tag and a length byte while lengths stay
+	// below 128, which they always do for IP literals: then the four headers
+	// are one fixed run of bytes.
+	if socket+6 < 0x80 {
+		dst = append(dst,
+			tagLocalityLbEndpoint, byte(socket+6),
+			tagLbEndpointEndpoint, byte(socket+4),
+			tagEndpointAddress, byte(socket+2),
+			tagAddressSocket, byte(socket))
+	} else {
+		address := sizeMessage(socket)
+		endpoint := sizeMessage(address)
+		dst = append(dst, tagLocalityLbEndpoint)
+		dst = appendVarint(dst, uint64(sizeMessage(endpoint)))
+		dst = append(dst, tagLbEndpointEndpoint)
+		dst = appendVarint(dst, uint64(endpoint))
+		dst = append(dst, tagEndpointAddress)
+		dst = appendVarint(dst, uint64(address))
+		dst = append(dst, tagAddressSocket)
+		dst = appendVarint(dst, uint64(socket))
+	}
+	dst = appendString(dst, tagSocketAddress, ep.Address)
+	// Ports of 128 and up take two or three bytes; spelled out here because
+	// protowire.AppendVarint is not inlined, and nearly every port needs it.
+	switch p := ep.Port; {
+	case p < 1<<7:
+		return append(dst, tagSocketPortValue, byte(p))
+	case p < 1<<14:
+		return append(dst, tagSocketPortValue, byte(p)|0x80, byte(p>>7))
+	case p < 1<<21:
+		return append(dst, tagSocketPortValue, byte(p)|0x80, byte(p>>7)|0x80, byte(p>>14))
+	default:
+		return protowire.AppendVarint(append(dst, tagSocketPortValue), uint64(p))
+	}
+}
+
+// sizeLocalityLbEndpoints is the encoded size of one LocalityLbEndpoints,
+// without its own tag and length.
+func sizeLocalityLbEndpoints(loc *model.Locality) int {
+	size := sizeMessage(sizeString(loc.SubZone)) // locality is always set
+	for _, ep := range loc.Endpoints {
+		size += sizeLbEndpoint(ep)
+	}
+	if loc.Weight > 0 {
+		size += sizeMessage(1 + protowire.SizeVarint(uint64(loc.Weight)))
+	}
+	return size
+}
+
+// sizeLbEndpoint is the encoded size of one lb_endpoints entry holding ep,
+// tag and length included.
+func sizeLbEndpoint(ep model.Endpoint) int {
+	socket := sizeSocketAddress(ep)
+	if socket+6 < 0x80 { // see appendLbEndpoint
+		return socket + 8
+	}
+	return sizeMessage(sizeMessage(sizeMessage(sizeMessage(socket))))
+}
+
+// sizeSocketAddress is the encoded size of a SocketAddress holding ep.
+func sizeSocketAddress(ep model.Endpoint) int {
+	return sizeString(ep.Address) + 1 + protowire.SizeVarint(uint64(ep.Port))
+}
+
+// appendVarint is protowire.AppendVarint with the one-byte case inlined.
+func appendVarint(dst []byte, v uint64) []byte {
+	if v < 0x80 {
+		return append(dst, byte(v))
+	}
+	return protowire.AppendVarint(dst, v)
+}
+
+// sizeMessage is the size of a length-delimited field (one-byte tag) whose
+// payload is n bytes.
+func sizeMessage(n int) int { return 1 + protowire.SizeVarint(uint64(n)) + n }
+
+// sizeString is the size of a proto3 string field: nothing when empty.
+func sizeString(s string) int {
+	if s == "" {
+		return 0
+	}
+	return sizeMessage(len(s))
+}
+
+// appendString writes a proto3 string field, omitting it when empty.
+func appendString(dst []byte, tag byte, s string) []byte {
+	if s == "" {
+		return dst
+	}
+	dst = append(dst, tag)
+	dst = appendVarint(dst, uint64(len(s)))
+	return append(dst, s...)
+}

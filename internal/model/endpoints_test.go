@@ -1,0 +1,573 @@
+package model
+
+import (
+	"fmt"
+	"maps"
+	"math"
+	"net/netip"
+	"slices"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/tributary-dev/tributary/internal/source"
+)
+
+const testNamespace = "ns"
+
+func ptr[T any](v T) *T { return &v }
+
+func testService(name string, ports ...source.ServicePort) source.Service {
+	return source.Service{Meta: source.Meta{Namespace: testNamespace, Name: name}, Type: "ClusterIP", Ports: ports}
+}
+
+func servicePort(name string, port int32) source.ServicePort {
+	return source.ServicePort{Name: name, Port: port, TargetPort: fmt.Sprint(port), Protocol: "TCP"}
+}
+
+// tcpPort is a slice port; name "-" leaves the name unset.
+func tcpPort(name string, port int32) source.EndpointPort {
+	p := source.EndpointPort{Port: ptr(port), Protocol: ptr("TCP")}
+	if name != "-" {
+		p.Name = ptr(name)
+	}
+	return p
+}
+
+func testSlice(name, service, family string, ports []source.EndpointPort, eps ...source.Endpoint) source.EndpointSlice {
+	return source.EndpointSlice{
+		Meta:        source.Meta{Namespace: testNamespace, Name: name, Labels: map[string]string{source.ServiceNameLabel: service}},
+		AddressType: family,
+		Ports:       ports,
+		Endpoints:   eps,
+	}
+}
+
+func readyAt(addrs ...string) source.Endpoint { return source.Endpoint{Addresses: addrs} }
+
+func withReady(ready bool, addrs ...string) source.Endpoint {
+	return source.Endpoint{Addresses: addrs, Ready: ptr(ready)}
+}
+
+func ports(ps ...source.EndpointPort) []source.EndpointPort { return ps }
+
+// target names a spec target: the Service, its port (by number) and a weight.
+type target struct {
+	service string
+	port    int32
+	weight  uint32
+}
+
+// buildFor indexes objs and runs buildLocalities for targets, resolving each
+// target to its Service port the way the spec does (by number).
+func buildFor(t *testing.T, b *Builder, targets []target) ([]Locality, Condition) {
+	t.Helper()
+	resolved := make([]resolvedTarget, 0, len(targets))
+	for _, tg := range targets {
+		svc := b.index.Service(source.NamespacedName{Namespace: testNamespace, Name: tg.service})
+		if svc == nil {
+			t.Fatalf("no Service %q in the test objects", tg.service)
+		}
+		found := false
+		for _, p := range svc.Ports {
+			if p.Port == tg.port {
+				resolved = append(resolved, resolvedTarget{service: svc, port: p, weight: tg.weight})
+				found = true
+				break
+			}
+		}
+		if !found {
+			t.Fatalf("Service %q has no port %d", tg.service, tg.port)
+		}
+	}
+	var cond Condition
+	locs := b.buildLocalities(testNamespace, resolved, &cond)
+	return locs, cond
+}
+
+// builderKinds are the two ways a Builder resolves endpoints, which must
+// agree: parsing every slice on every Build, and keeping each slice parsed
+// (CacheEndpointSlices).
+var builderKinds = []struct {
+	name string
+	new  func(*Index) *Builder
+}{
+	{"plain", func(idx *Index) *Builder { return NewBuilder(idx, source.Settings{}) }},
+	{"cached", func(idx *Index) *Builder {
+		b := NewBuilder(idx, source.Settings{})
+		b.CacheEndpointSlices()
+		return b
+	}},
+}
+
+func warning(typ, reason, message string) SubCondition {
+	return SubCondition{Type: typ, Status: ConditionTrue, Reason: reason, Message: message}
+}
+
+func eps(pairs ...any) []Endpoint {
+	var out []Endpoint
+	for i := 0; i < len(pairs); i += 2 {
+		out = append(out, Endpoint{Address: pairs[i].(string), Port: uint32(pairs[i+1].(int))})
+	}
+	return out
+}
+
+func TestBuildLocalities(t *testing.T) {
+	http := ports(tcpPort("http", 8080))
+	twoServices := []source.Service{testService("a", servicePort("http", 80)), testService("b", servicePort("http", 80))}
+
+	tests := []struct {
+		name       string
+		services   []source.Service
+		slices     []source.EndpointSlice
+		targets    []target
+		want       []Locality
+		wantErrors []SubCondition
+		wantWarns  []SubCondition
+	}{{
+		name:     "ready unless ready is false, first address only, ordered as IPs",
+		services: []source.Service{testService("a", servicePort("http", 80))},
+		slices: []source.EndpointSlice{testSlice("a-1", "a", "IPv4", http,
+			readyAt("10.0.0.10", "192.168.0.1"),
+			withReady(false, "10.0.0.1"),
+			withReady(true, "10.0.0.9"),
+			readyAt("9.0.0.1"),
+			source.Endpoint{Addresses: []string{"10.0.0.200"}, Ready: nil, Serving: ptr(false), Terminating: ptr(true)},
+			readyAt(), // no address at all
+		)},
+		targets: []target{{"a", 80, 0}},
+		want: []Locality{{SubZone: "ns/a/80", Weight: 1, Endpoints: eps(
+			"9.0.0.1", 8080, "10.0.0.9", 8080, "10.0.0.10", 8080, "10.0.0.200", 8080)}},
+	}, {
+		name:     "weights are used as is",
+		services: twoServices,
+		slices: []source.EndpointSlice{
+			testSlice("a-1", "a", "IPv4", http, readyAt("10.0.0.1")),
+			testSlice("b-1", "b", "IPv4", http, readyAt("10.0.1.1")),
+		},
+		targets: []target{{"a", 80, 80}, {"b", 80, 20}},
+		want: []Locality{
+			{SubZone: "ns/a/80", Weight: 80, Endpoints: eps("10.0.0.1", 8080)},
+			{SubZone: "ns/b/80", Weight: 20, Endpoints: eps("10.0.1.1", 8080)},
+		},
+	}, {
+		name:     "weight 0 next to a weight leaves the locality unweighted",
+		services: twoServices,
+		slices: []source.EndpointSlice{
+			testSlice("a-1", "a", "IPv4", http, readyAt("10.0.0.1")),
+			testSlice("b-1", "b", "IPv4", http, readyAt("10.0.1.1")),
+		},
+		targets: []target{{"a", 80, 0}, {"b", 80, 7}},
+		want: []Locality{
+			{SubZone: "ns/a/80", Weight: 0, Endpoints: eps("10.0.0.1", 8080)},
+			{SubZone: "ns/b/80", Weight: 7, Endpoints: eps("10.0.1.1", 8080)},
+		},
+	}, {
+		name:     "every weight unset gives each locality 1, spec order kept",
+		services: twoServices,
+		slices: []source.EndpointSlice{
+			testSlice("a-1", "a", "IPv4", http, readyAt("10.0.0.1")),
+			testSlice("b-1", "b", "IPv4", http, readyAt("10.0.1.1")),
+		},
+		targets: []target{{"b", 80, 0}, {"a", 80, 0}},
+		want: []Locality{
+			{SubZone: "ns/b/80", Weight: 1, Endpoints: eps("10.0.1.1", 8080)},
+			{SubZone: "ns/a/80", Weight: 1, Endpoints: eps("10.0.0.1", 8080)},
+		},
+	}, {
+		name:     "weights adding up to exactly the uint32 maximum are fine",
+		services: twoServices,
+		slices: []source.EndpointSlice{
+			testSlice("a-1", "a", "IPv4", http, readyAt("10.0.0.1")),
+			testSlice("b-1", "b", "IPv4", http, readyAt("10.0.1.1")),
+		},
+		targets: []target{{"a", 80, math.MaxUint32 - 1}, {"b", 80, 1}},
+		want: []Locality{
+			{SubZone: "ns/a/80", Weight: math.MaxUint32 - 1, Endpoints: eps("10.0.0.1", 8080)},
+			{SubZone: "ns/b/80", Weight: 1, Endpoints: eps("10.0.1.1", 8080)},
+		},
+	}, {
+		name:     "weights beyond the uint32 maximum are an error",
+		services: twoServices,
+		slices: []source.EndpointSlice{
+			testSlice("a-1", "a", "IPv4", http, readyAt("10.0.0.1")),
+			testSlice("b-1", "b", "IPv4", http, readyAt("10.0.1.1")),
+		},
+		targets: []target{{"a", 80, math.MaxUint32}, {"b", 80, 1}},
+		wantErrors: []SubCondition{warning(SubConditionSpec, ReasonWeightOverflow,
+			"spec.services weights add up to 4294967296, more than the allowed total of 4294967295")},
+	}, {
+		name:     "the same Service port twice is one locality with the summed weight",
+		services: []source.Service{testService("a", servicePort("http", 80)), testService("b", servicePort("http", 80), servicePort("grpc", 90))},
+		slices: []source.EndpointSlice{
+			testSlice("a-1", "a", "IPv4", http, readyAt("10.0.0.1")),
+			testSlice("b-1", "b", "IPv4", ports(tcpPort("http", 8080), tcpPort("grpc", 9090)), readyAt("10.0.1.1")),
+		},
+		targets: []target{{"b", 80, 30}, {"a", 80, 10}, {"b", 80, 50}, {"b", 90, 1}, {"b", 80, 5}},
+		want: []Locality{
+			{SubZone: "ns/b/80", Weight: 85, Endpoints: eps("10.0.1.1", 8080)},
+			{SubZone: "ns/a/80", Weight: 10, Endpoints: eps("10.0.0.1", 8080)},
+			{SubZone: "ns/b/90", Weight: 1, Endpoints: eps("10.0.1.1", 9090)},
+		},
+		wantWarns: []SubCondition{warning(SubConditionSpec, ReasonDuplicateTarget,
+			`port 80 of Service "ns/b" is named more than once in spec.services; it is one locality whose weight is the sum of its entries`)},
+	}, {
+		name:     "only IPv4 and IPv6 slices, IPv4 addresses first",
+		services: []source.Service{testService("a", servicePort("http", 80))},
+		slices: []source.EndpointSlice{
+			testSlice("a-v6", "a", "IPv6", http, readyAt("2001:db8::2"), readyAt("::ffff:10.0.0.1"), readyAt("2001:db8::10")),
+			testSlice("a-fqdn", "a", "FQDN", http, readyAt("pod.example.com")),
+			testSlice("a-v4", "a", "IPv4", http, readyAt("10.0.0.1")),
+		},
+		targets: []target{{"a", 80, 0}},
+		want: []Locality{{SubZone: "ns/a/80", Weight: 1, Endpoints: eps(
+			"10.0.0.1", 8080, "::ffff:10.0.0.1", 8080, "2001:db8::2", 8080, "2001:db8::10", 8080)}},
+	}, {
+		name:     "addresses that are not IPs of the slice's family are skipped with one warning per slice",
+		services: []source.Service{testService("a", servicePort("http", 80))},
+		slices: []source.EndpointSlice{
+			testSlice("a-v4", "a", "IPv4", http, readyAt("10.0.0.1"), readyAt("::1"), readyAt("10.0.0.010"), readyAt("pod"), withReady(false, "bad")),
+			testSlice("a-v6", "a", "IPv6", http, readyAt("fe80::1%eth0"), readyAt("10.0.0.2"), readyAt("::1")),
+		},
+		targets: []target{{"a", 80, 0}},
+		want:    []Locality{{SubZone: "ns/a/80", Weight: 1, Endpoints: eps("10.0.0.1", 8080, "::1", 8080)}},
+		wantWarns: []SubCondition{
+			warning(SubConditionService, ReasonInvalidEndpointAddress,
+				`EndpointSlice "ns/a-v4" has 3 address(es) that are not valid IPv4 addresses, first "::1"; they are skipped`),
+			warning(SubConditionService, ReasonInvalidEndpointAddress,
+				`EndpointSlice "ns/a-v6" has 2 address(es) that are not valid IPv6 addresses, first "fe80::1%eth0"; they are skipped`),
+		},
+	}, {
+		name:     "a named Service port matches slice ports of that name or none; only TCP ports with a number",
+		services: []source.Service{testService("a", servicePort("http", 80))},
+		slices: []source.EndpointSlice{testSlice("a-1", "a", "IPv4", ports(
+			tcpPort("http", 8080),
+			tcpPort("metrics", 9090),
+			tcpPort("", 7070),
+			tcpPort("-", 6060),
+			source.EndpointPort{Name: ptr("http"), Port: ptr(int32(5050))},
+			source.EndpointPort{Name: ptr("http"), Protocol: ptr("TCP")},
+			source.EndpointPort{Name: ptr("http"), Port: ptr(int32(4040)), Protocol: ptr("UDP")},
+			source.EndpointPort{Name: ptr("http"), Port: ptr(int32(3030)), Protocol: ptr("SCTP")},
+		), readyAt("10.0.0.1"))},
+		targets: []target{{"a", 80, 0}},
+		want: []Locality{{SubZone: "ns/a/80", Weight: 1, Endpoints: eps(
+			"10.0.0.1", 6060, "10.0.0.1", 7070, "10.0.0.1", 8080)}},
+	}, {
+		name:     "an unnamed Service port matches every TCP slice port; out-of-range ports are skipped with a warning",
+		services: []source.Service{testService("a", servicePort("", 80))},
+		slices: []source.EndpointSlice{testSlice("a-1", "a", "IPv4", ports(
+			tcpPort("http", 8080),
+			tcpPort("metrics", 9090),
+			tcpPort("huge", 70000),
+			tcpPort("zero", 0),
+			source.EndpointPort{Name: ptr("dns"), Port: ptr(int32(53)), Protocol: ptr("UDP")},
+		), readyAt("10.0.0.2"), readyAt("10.0.0.1"))},
+		targets: []target{{"a", 80, 0}},
+		want: []Locality{{SubZone: "ns/a/80", Weight: 1, Endpoints: eps(
+			"10.0.0.1", 8080, "10.0.0.1", 9090, "10.0.0.2", 8080, "10.0.0.2", 9090)}},
+		wantWarns: []SubCondition{warning(SubConditionService, ReasonInvalidEndpointPort,
+			`EndpointSlice "ns/a-1" has port 70000, outside 1-65535; it is skipped`)},
+	}, {
+		name:     "a repeated address:port within a target is kept once, with one spelling whatever the slice order",
+		services: []source.Service{testService("a", servicePort("http", 80))},
+		slices: []source.EndpointSlice{
+			testSlice("a-2", "a", "IPv6", http, readyAt("2001:db8::1"), readyAt("2001:db8::2")),
+			testSlice("a-1", "a", "IPv4", http, readyAt("10.0.0.1"), readyAt("10.0.0.1")),
+			testSlice("a-3", "a", "IPv4", http, readyAt("10.0.0.1")),
+			testSlice("a-0", "a", "IPv6", http, readyAt("2001:DB8:0:0::1")),
+		},
+		targets: []target{{"a", 80, 0}},
+		want: []Locality{{SubZone: "ns/a/80", Weight: 1, Endpoints: eps(
+			"10.0.0.1", 8080, "2001:DB8:0:0::1", 8080, "2001:db8::2", 8080)}},
+	}, {
+		name: "an address:port of an earlier target is left out of later ones",
+		services: []source.Service{
+			testService("a", servicePort("http", 80)),
+			testService("b", servicePort("http", 80)),
+			testService("c", servicePort("http", 80)),
+		},
+		slices: []source.EndpointSlice{
+			testSlice("a-1", "a", "IPv4", http, readyAt("10.0.0.1"), readyAt("10.0.0.3")),
+			testSlice("b-1", "b", "IPv4", http, readyAt("10.0.0.3"), readyAt("10.0.0.2"), readyAt("10.0.0.1"), readyAt("10.0.0.4")),
+			testSlice("b-2", "b", "IPv4", ports(tcpPort("http", 8081)), readyAt("10.0.0.1")),
+			testSlice("c-1", "c", "IPv4", http, readyAt("10.0.0.4"), readyAt("10.0.0.1")),
+		},
+		targets: []target{{"a", 80, 1}, {"b", 80, 2}, {"c", 80, 3}},
+		want: []Locality{
+			{SubZone: "ns/a/80", Weight: 1, Endpoints: eps("10.0.0.1", 8080, "10.0.0.3", 8080)},
+			{SubZone: "ns/b/80", Weight: 2, Endpoints: eps("10.0.0.1", 8081, "10.0.0.2", 8080, "10.0.0.4", 8080)},
+		},
+		wantWarns: []SubCondition{
+			warning(SubConditionService, ReasonDuplicateEndpoint,
+				`2 endpoint(s) of port 80 of Service "ns/b", first 10.0.0.1:8080, already belong to an earlier Service in spec.services and are left out of this one`),
+			warning(SubConditionService, ReasonDuplicateEndpoint,
+				`2 endpoint(s) of port 80 of Service "ns/c", first 10.0.0.1:8080, already belong to an earlier Service in spec.services and are left out of this one`),
+		},
+	}, {
+		name: "an address:port of any earlier target is left out, one slice per Service",
+		services: []source.Service{
+			testService("a", servicePort("http", 80)),
+			testService("b", servicePort("http", 80)),
+			testService("c", servicePort("http", 80)),
+		},
+		slices: []source.EndpointSlice{
+			testSlice("a-1", "a", "IPv4", http, readyAt("10.0.0.5"), readyAt("10.0.0.3")),
+			testSlice("b-1", "b", "IPv4", http, readyAt("10.0.0.1"), readyAt("10.0.0.6")),
+			testSlice("c-1", "c", "IPv4", http, readyAt("10.0.0.6"), readyAt("10.0.0.1"), readyAt("10.0.0.5"), readyAt("10.0.0.2"), readyAt("10.0.0.9")),
+		},
+		targets: []target{{"a", 80, 1}, {"b", 80, 2}, {"c", 80, 3}},
+		want: []Locality{
+			{SubZone: "ns/a/80", Weight: 1, Endpoints: eps("10.0.0.3", 8080, "10.0.0.5", 8080)},
+			{SubZone: "ns/b/80", Weight: 2, Endpoints: eps("10.0.0.1", 8080, "10.0.0.6", 8080)},
+			{SubZone: "ns/c/80", Weight: 3, Endpoints: eps("10.0.0.2", 8080, "10.0.0.9", 8080)},
+		},
+		wantWarns: []SubCondition{
+			warning(SubConditionService, ReasonDuplicateEndpoint,
+				`3 endpoint(s) of port 80 of Service "ns/c", first 10.0.0.1:8080, already belong to an earlier Service in spec.services and are left out of this one`),
+		},
+	}, {
+		name:     "the same IPv6 address spelled differently in two targets is one endpoint",
+		services: twoServices,
+		slices: []source.EndpointSlice{
+			testSlice("a-1", "a", "IPv6", http, readyAt("2001:db8::1")),
+			testSlice("b-1", "b", "IPv6", http, readyAt("2001:0db8::1"), readyAt("2001:db8::3")),
+		},
+		targets: []target{{"a", 80, 1}, {"b", 80, 1}},
+		want: []Locality{
+			{SubZone: "ns/a/80", Weight: 1, Endpoints: eps("2001:db8::1", 8080)},
+			{SubZone: "ns/b/80", Weight: 1, Endpoints: eps("2001:db8::3", 8080)},
+		},
+		wantWarns: []SubCondition{warning(SubConditionService, ReasonDuplicateEndpoint,
+			`1 endpoint(s) of port 80 of Service "ns/b", first [2001:db8::1]:8080, already belong to an earlier Service in spec.services and are left out of this one`)},
+	}, {
+		name: "targets without usable endpoints contribute no locality",
+		services: []source.Service{
+			testService("a", servicePort("http", 80)),
+			testService("b", servicePort("http", 80)),
+			testService("c", servicePort("http", 80)),
+		},
+		slices: []source.EndpointSlice{
+			testSlice("a-1", "a", "IPv4", http, withReady(false, "10.0.0.1")),
+			testSlice("c-1", "c", "IPv4", http, readyAt("10.0.2.1")),
+			// Labelled for b, but in another namespace.
+			{Meta: source.Meta{Namespace: "other", Name: "b-1", Labels: map[string]string{source.ServiceNameLabel: "b"}},
+				AddressType: "IPv4", Ports: http, Endpoints: []source.Endpoint{readyAt("10.0.1.1")}},
+			// In the namespace, but not labelled.
+			{Meta: source.Meta{Namespace: testNamespace, Name: "b-2"},
+				AddressType: "IPv4", Ports: http, Endpoints: []source.Endpoint{readyAt("10.0.1.2")}},
+		},
+		targets: []target{{"a", 80, 50}, {"b", 80, 30}, {"c", 80, 20}},
+		want:    []Locality{{SubZone: "ns/c/80", Weight: 20, Endpoints: eps("10.0.2.1", 8080)}},
+	}, {
+		name:     "no endpoints at all is no locality and no complaint",
+		services: twoServices,
+		targets:  []target{{"a", 80, 80}, {"b", 80, 20}},
+	}, {
+		name:     "endpoints only behind weight 0 give no locality and a warning",
+		services: twoServices,
+		slices:   []source.EndpointSlice{testSlice("b-1", "b", "IPv4", http, readyAt("10.0.1.1"))},
+		targets:  []target{{"a", 80, 80}, {"b", 80, 0}},
+		wantWarns: []SubCondition{warning(SubConditionService, ReasonNoWeightedEndpoints,
+			"no Service with a non-zero weight in spec.services has ready endpoints")},
+	}}
+	for _, tc := range tests {
+		for _, kind := range builderKinds {
+			t.Run(tc.name+"/"+kind.name, func(t *testing.T) {
+				objs := &source.Objects{Services: tc.services, EndpointSlices: tc.slices}
+				b := kind.new(NewIndex(objs))
+				got, cond := buildFor(t, b, tc.targets)
+				if diff := cmp.Diff(tc.want, got); diff != "" {
+					t.Errorf("localities (-want +got):\n%s", diff)
+				}
+				if diff := cmp.Diff(tc.wantErrors, cond.Errors); diff != "" {
+					t.Errorf("errors (-want +got):\n%s", diff)
+				}
+				if diff := cmp.Diff(tc.wantWarns, cond.Warnings); diff != "" {
+					t.Errorf("warnings (-want +got):\n%s", diff)
+				}
+				checkLocalityGuarantees(t, got)
+
+				// A Builder that has already worked on other input (and so
+				// holds scratch memory) must give the same answer.
+				again, cond2 := buildFor(t, b, tc.targets)
+				if diff := cmp.Diff(tc.want, again); diff != "" {
+					t.Errorf("reused Builder, localities (-want +got):\n%s", diff)
+				}
+				if diff := cmp.Diff(cond, cond2); diff != "" {
+					t.Errorf("reused Builder, condition (-first +second):\n%s", diff)
+				}
+			})
+		}
+	}
+}
+
+// checkLocalityGuarantees asserts what model.go promises about Localities,
+// independently of the expected values.
+func checkLocalityGuarantees(t *testing.T, locs []Locality) {
+	t.Helper()
+	seenZone := map[string]bool{}
+	seenSocket := map[string]string{}
+	weighted := false
+	for _, l := range locs {
+		if seenZone[l.SubZone] {
+			t.Errorf("SubZone %q twice", l.SubZone)
+		}
+		seenZone[l.SubZone] = true
+		weighted = weighted || l.Weight > 0
+		if len(l.Endpoints) == 0 {
+			t.Errorf("locality %q has no endpoints", l.SubZone)
+		}
+		for _, e := range l.Endpoints {
+			if e.Port < 1 || e.Port > 65535 {
+				t.Errorf("locality %q: port %d out of range", l.SubZone, e.Port)
+			}
+			key := fmt.Sprintf("%s|%d", e.Address, e.Port)
+			if z, ok := seenSocket[key]; ok {
+				t.Errorf("%s:%d in %q and %q", e.Address, e.Port, z, l.SubZone)
+			}
+			seenSocket[key] = l.SubZone
+		}
+	}
+	if len(locs) > 0 && !weighted {
+		t.Errorf("no locality carries a weight")
+	}
+}
+
+// TestBuildLocalitiesScratchDoesNotLeak runs one Builder over a large then a
+// small ExtensionService and checks the second result holds nothing of the
+// first: the scratch is reused, never read stale.
+func TestBuildLocalitiesScratchDoesNotLeak(t *testing.T) {
+	var slices []source.EndpointSlice
+	var big []source.Endpoint
+	for i := range 300 {
+		big = append(big, readyAt(fmt.Sprintf("10.1.%d.%d", i/250, i%250+1)))
+	}
+	http := ports(tcpPort("http", 8080))
+	slices = append(slices,
+		testSlice("big-1", "big", "IPv4", http, big...),
+		testSlice("small-1", "small", "IPv4", http, readyAt("10.2.0.1")),
+	)
+	objs := &source.Objects{
+		Services:       []source.Service{testService("big", servicePort("http", 80)), testService("small", servicePort("http", 80))},
+		EndpointSlices: slices,
+	}
+	b := NewBuilder(NewIndex(objs), source.Settings{})
+	first, _ := buildFor(t, b, []target{{"big", 80, 3}, {"small", 80, 1}})
+	if len(first) != 2 || len(first[0].Endpoints) != 300 {
+		t.Fatalf("first build: got %d localities", len(first))
+	}
+	got, cond := buildFor(t, b, []target{{"small", 80, 0}})
+	want := []Locality{{SubZone: "ns/small/80", Weight: 1, Endpoints: eps("10.2.0.1", 8080)}}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("second build (-want +got):\n%s", diff)
+	}
+	if len(cond.Warnings)+len(cond.Errors) != 0 {
+		t.Errorf("second build: unexpected sub-conditions %v", cond)
+	}
+	// Appending to a returned slice must never write into the next
+	// locality's endpoints.
+	if cap(got) != len(got) || cap(got[0].Endpoints) != len(got[0].Endpoints) {
+		t.Errorf("returned slices have spare capacity that aliases the scratch")
+	}
+}
+
+// TestBuildLocalitiesAllocations proves the scratch is reused: once warm, a
+// Builder allocates only the SubZone strings.
+func TestBuildLocalitiesAllocations(t *testing.T) {
+	var eps4 []source.Endpoint
+	for i := range 100 {
+		eps4 = append(eps4, readyAt(fmt.Sprintf("10.0.%d.%d", i%7, 200-i)))
+	}
+	http := ports(tcpPort("http", 8080))
+	objs := &source.Objects{
+		Services: []source.Service{testService("a", servicePort("http", 80)), testService("b", servicePort("http", 80))},
+		EndpointSlices: []source.EndpointSlice{
+			testSlice("a-1", "a", "IPv4", http, eps4...),
+			testSlice("b-1", "b", "IPv4", ports(tcpPort("http", 9090)), eps4...),
+		},
+	}
+	b := NewBuilder(NewIndex(objs), source.Settings{})
+	a, bb := b.index.Service(source.NamespacedName{Namespace: testNamespace, Name: "a"}), b.index.Service(source.NamespacedName{Namespace: testNamespace, Name: "b"})
+	targets := []resolvedTarget{{service: a, port: a.Ports[0], weight: 80}, {service: bb, port: bb.Ports[0], weight: 20}}
+	var cond Condition
+	b.buildLocalities(testNamespace, targets, &cond) // warm up
+	allocs := testing.AllocsPerRun(20, func() {
+		cond = Condition{}
+		if got := b.buildLocalities(testNamespace, targets, &cond); len(got) != 2 || len(got[1].Endpoints) != 100 {
+			t.Fatalf("got %d localities", len(got))
+		}
+	})
+	if allocs > 2 {
+		t.Errorf("buildLocalities allocates %v times per call once warm, want at most 2 (the SubZones)", allocs)
+	}
+}
+
+// TestBuildLocalitiesOrdersLargeTargets checks ordering and deduplication on
+// targets large enough to matter, on both sorting paths (packed IPv4 keys,
+// and the general one that more than 65536 spellings force), against an
+// order computed independently with netip.
+func TestBuildLocalitiesOrdersLargeTargets(t *testing.T) {
+	for _, n := range []int{5000, 70000} {
+		t.Run(fmt.Sprint(n), func(t *testing.T) {
+			var endpoints []source.Endpoint
+			want := map[netip.AddrPort]bool{}
+			for i := range n {
+				// Scattered, with every 10th address repeated.
+				h := uint32(i) * 0x9E3779B1 & (1<<24 - 1)
+				if i%10 == 9 {
+					h = uint32(i-1) * 0x9E3779B1 & (1<<24 - 1)
+				}
+				addr := netip.AddrFrom4([4]byte{10, byte(h >> 16), byte(h >> 8), byte(h)})
+				endpoints = append(endpoints, readyAt(addr.String()))
+				want[netip.AddrPortFrom(addr, 8080)] = true
+				want[netip.AddrPortFrom(addr, 8081)] = true
+			}
+			objs := &source.Objects{
+				Services: []source.Service{testService("a", servicePort("", 80))},
+				EndpointSlices: []source.EndpointSlice{testSlice("a-1", "a", "IPv4",
+					ports(tcpPort("b", 8081), tcpPort("a", 8080)), endpoints...)},
+			}
+			sorted := slices.SortedFunc(maps.Keys(want), func(a, b netip.AddrPort) int { return a.Compare(b) })
+			var wantEps []Endpoint
+			for _, ap := range sorted {
+				wantEps = append(wantEps, Endpoint{Address: ap.Addr().String(), Port: uint32(ap.Port())})
+			}
+			for _, kind := range builderKinds {
+				got, cond := buildFor(t, kind.new(NewIndex(objs)), []target{{"a", 80, 0}})
+				if len(cond.Warnings)+len(cond.Errors) > 0 {
+					t.Fatalf("%s: unexpected sub-conditions: %+v", kind.name, cond)
+				}
+				if len(got) != 1 {
+					t.Fatalf("%s: got %d localities, want 1", kind.name, len(got))
+				}
+				if diff := cmp.Diff(wantEps, got[0].Endpoints); diff != "" {
+					t.Errorf("%s: endpoints (-want +got):\n%s", kind.name, diff)
+				}
+			}
+		})
+	}
+}
+
+// FuzzParseDottedQuad holds the IPv4 fast path to netip: whatever it
+// accepts, netip.ParseAddr reads as the same unzoned IPv4 address, and every
+// IPv4 address netip prints it accepts.
+func FuzzParseDottedQuad(f *testing.F) {
+	for _, s := range []string{
+		"10.0.0.1", "0.0.0.0", "255.255.255.255", "256.0.0.1", "01.2.3.4", "1.2.3", "1.2.3.4.5",
+		"1..2.3", ".1.2.3", "1.2.3.", "1.2.3.04", "1.2.3.4%eth0", "::ffff:1.2.3.4", "", "1.2.3.4 ", "999.1.1.1",
+	} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		v4, ok := parseDottedQuad(s)
+		addr, err := netip.ParseAddr(s)
+		netipIPv4 := err == nil && addr.Is4() && addr.Zone() == ""
+		if ok && (!netipIPv4 || addr.As4() != [4]byte{byte(v4 >> 24), byte(v4 >> 16), byte(v4 >> 8), byte(v4)}) {
+			t.Fatalf("parseDottedQuad(%q) = %08x, but netip gives %v, %v", s, v4, addr, err)
+		}
+		if netipIPv4 && addr.String() == s && !ok {
+			t.Fatalf("parseDottedQuad(%q) refused an address netip prints that way", s)
+		}
+	})
+}

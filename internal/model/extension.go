@@ -1,0 +1,300 @@
+package model
+
+import (
+	"errors"
+	"fmt"
+	"strconv"
+	"unicode"
+	"unicode/utf8"
+
+	"github.com/tributary-dev/tributary/internal/source"
+)
+
+// Reasons of the sub-conditions build records.
+const (
+	ReasonInvalidName                = "InvalidName"
+	ReasonTimeoutPolicyNotValid      = "TimeoutPolicyNotValid"
+	ReasonSecretNotValid             = "SecretNotValid"
+	ReasonIgnoredField               = "IgnoredField"
+	ReasonUnsupportedProtocol        = "UnsupportedProtocol"
+	ReasonCACertificateNotDelegated  = "CACertificateNotDelegated"
+	ReasonTLSUpstreamValidation      = "TLSUpstreamValidation"
+	ReasonInconsistentProtocol       = "InconsistentProtocol"
+	ReasonNoTargets                  = "NoTargets"
+	ReasonServiceUnresolvedReference = "ServiceUnresolvedReference"
+	ReasonUnsupportedServiceType     = "UnsupportedServiceType"
+)
+
+// The spec.loadBalancerPolicy.strategy values that mean something.
+const (
+	strategyWeightedLeastRequest = "WeightedLeastRequest"
+	strategyRandom               = "Random"
+	strategyCookie               = "Cookie"
+	strategyRequestHash          = "RequestHash"
+)
+
+// The spec.protocol values.
+const (
+	protocolH2     = "h2"
+	protocolH2C    = "h2c"
+	protocolHTTP11 = "http/1.1"
+)
+
+// serviceTypeExternalName is the Service type that has no endpoints.
+const serviceTypeExternalName = "ExternalName"
+
+// build validates everything but endpoints, then calls buildLocalities.
+// It records problems on st.Condition in the contract's order (timeouts,
+// client certificate, load balancer and idle warnings, protocol, validation,
+// protocol consistency, targets) and returns nil when it stops early.
+//
+// The settings are trusted: the API boundary has checked that XDSClusterName
+// is non-empty, valid UTF-8 without control characters, and that
+// ConnectTimeout is positive (NewBuilder fills the defaults), so the
+// ExtensionCluster guarantees about them hold without checks here.
+//
+// Endpoints are looked at only when everything else is valid: an
+// ExtensionService with an error yields nothing, so resolving its endpoints
+// would be work for a status that already says it is invalid.
+func (b *Builder) build(es *source.ExtensionService, st *Status) *ExtensionCluster {
+	cond := &st.Condition
+	ec := &ExtensionCluster{
+		Name:           ClusterName(es.Namespace, es.Name),
+		XDSClusterName: b.settings.XDSClusterName,
+		ConnectTimeout: b.settings.ConnectTimeout,
+	}
+	if err := checkClusterName(ec.Name); err != nil {
+		cond.AddError(SubConditionSpec, ReasonInvalidName, err.Error())
+	}
+
+	timeouts, err := parseTimeoutPolicy(es.Spec.TimeoutPolicy)
+	if err != nil {
+		cond.AddError(SubConditionSpec, ReasonTimeoutPolicyNotValid, "spec.timeoutPolicy failed to parse: "+err.Error())
+	}
+	st.ResponseTimeout = timeouts.response.String()
+	if t := timeouts.idleConnection; t.set {
+		d := t.duration
+		ec.IdleConnectionTimeout = &d
+	}
+
+	var clientCertSDSName string
+	if name := b.settings.ClientCertificate; name != nil {
+		// Contour checks the setting for every ExtensionService, whatever
+		// its protocol; so does this.
+		if clientCertSDSName, err = b.clientCertificateSDSName(*name); err != nil {
+			cond.AddError(SubConditionTLS, ReasonSecretNotValid,
+				fmt.Sprintf("tls.envoy-client-certificate Secret %q is invalid: %v", name.String(), err))
+		}
+	}
+
+	ec.LoadBalancer = b.loadBalancer(es.Spec.LoadBalancerPolicy, cond)
+	if tp := es.Spec.TimeoutPolicy; tp != nil && tp.Idle != "" {
+		cond.AddWarning(SubConditionSpec, ReasonIgnoredField,
+			`ignoring field ".Spec.TimeoutPolicy.Idle"; idle timeouts are not supported for ExtensionClusters`)
+	}
+
+	protocol, protocolOK := parseProtocol(es.Spec.Protocol, cond)
+	ec.Protocol = protocol
+	ec.CircuitBreakers = b.circuitBreakers(es.Spec.CircuitBreakerPolicy)
+
+	var validation upstreamValidation
+	if v := es.Spec.Validation; v != nil {
+		validation, err = b.lookupUpstreamValidation(v, es.Namespace)
+		if err != nil {
+			if errors.Is(err, errNotDelegated) {
+				cond.AddError(SubConditionTLS, ReasonCACertificateNotDelegated,
+					fmt.Sprintf("service.UpstreamValidation.CACertificate Secret %q is not configured for certificate delegation",
+						CASecretName(v.CASecret, es.Namespace).String()))
+			} else {
+				cond.AddError(SubConditionSpec, ReasonTLSUpstreamValidation, "TLS upstream validation policy error: "+err.Error())
+			}
+			return nil
+		}
+		if protocolOK && protocol != ProtocolH2 {
+			cond.AddError(SubConditionSpec, ReasonInconsistentProtocol,
+				fmt.Sprintf("upstream TLS validation not supported for %q protocol", protocolName(es.Spec.Protocol)))
+		}
+	}
+
+	if protocol == ProtocolH2 {
+		ec.TLS = &UpstreamTLS{
+			CACertificate:            validation.caCertificate,
+			SubjectNames:             validation.subjectNames,
+			ClientCertificateSDSName: clientCertSDSName,
+			Params:                   b.tlsParams,
+		}
+		if len(validation.subjectNames) > 0 {
+			ec.TLS.SNI = validation.subjectNames[0]
+		}
+	}
+
+	if len(es.Spec.Services) == 0 {
+		cond.AddError(SubConditionSpec, ReasonNoTargets,
+			"spec.services is empty: an ExtensionService needs at least one target Service")
+	}
+	targets := make([]resolvedTarget, 0, len(es.Spec.Services))
+	for _, target := range es.Spec.Services {
+		if t, ok := b.resolveTarget(es.Namespace, target, cond); ok {
+			targets = append(targets, t)
+		}
+	}
+
+	if len(cond.Errors) > 0 {
+		return nil
+	}
+	ec.Localities = b.buildLocalities(es.Namespace, targets, cond)
+	return ec
+}
+
+// ClusterName is the name of the Cluster and ClusterLoadAssignment of an
+// ExtensionService. Being derived from the namespaced name alone, it is
+// unique and stays the same when the spec changes, so Envoy updates the
+// Cluster rather than replacing it.
+func ClusterName(namespace, name string) string {
+	return "extension/" + namespace + "/" + name
+}
+
+// checkClusterName refuses a name that cannot travel in a protobuf string
+// (invalid UTF-8) or that would make an unreadable Envoy stat and log name
+// (control characters). Kubernetes never allows either; the API might.
+func checkClusterName(name string) error {
+	if !utf8.ValidString(name) {
+		return fmt.Errorf("cluster name %q derived from metadata.namespace and metadata.name is not valid UTF-8", name)
+	}
+	for _, r := range name {
+		if unicode.IsControl(r) {
+			return fmt.Errorf("cluster name %q derived from metadata.namespace and metadata.name contains a control character", name)
+		}
+	}
+	return nil
+}
+
+// loadBalancer maps spec.loadBalancerPolicy.strategy; anything unknown means
+// round robin, as in Contour. Cookie and RequestHash need a hash policy an
+// ExtensionService cannot express, so they fall back to round robin with a
+// warning.
+func (b *Builder) loadBalancer(p *source.LoadBalancerPolicy, cond *Condition) LoadBalancer {
+	if p == nil {
+		return LoadBalancerRoundRobin
+	}
+	switch p.Strategy {
+	case strategyWeightedLeastRequest:
+		return LoadBalancerLeastRequest
+	case strategyRandom:
+		return LoadBalancerRandom
+	case strategyCookie, strategyRequestHash:
+		cond.AddWarning(SubConditionSpec, ReasonIgnoredField, fmt.Sprintf(
+			"ignoring field %q; %s load balancer policy is not supported for ExtensionClusters",
+			".Spec.LoadBalancerPolicy", p.Strategy))
+	}
+	return LoadBalancerRoundRobin
+}
+
+// parseProtocol reads spec.protocol; absent or empty means h2, as in
+// Contour. Contour relies on its CRD to refuse anything else; here an
+// unknown protocol is an error (and ok is false), so it never silently
+// becomes h2 over TLS.
+func parseProtocol(p *string, cond *Condition) (protocol Protocol, ok bool) {
+	switch protocolName(p) {
+	case protocolH2:
+		return ProtocolH2, true
+	case protocolH2C:
+		return ProtocolH2C, true
+	case protocolHTTP11:
+		return ProtocolHTTP11, true
+	}
+	cond.AddError(SubConditionSpec, ReasonUnsupportedProtocol, fmt.Sprintf(
+		"spec.protocol %q is not supported: use %q, %q or %q", *p, protocolH2, protocolH2C, protocolHTTP11))
+	return ProtocolH2, false
+}
+
+// protocolName is spec.protocol with the default applied.
+func protocolName(p *string) string {
+	if p == nil || *p == "" {
+		return protocolH2
+	}
+	return *p
+}
+
+// circuitBreakers returns the thresholds in force: the ExtensionService's
+// policy replaces the global defaults as a whole, never field by field. The
+// result is nil when no threshold is set, since Envoy then keeps its own
+// defaults.
+func (b *Builder) circuitBreakers(policy *source.CircuitBreakers) *source.CircuitBreakers {
+	cb := b.settings.GlobalCircuitBreakers
+	if policy != nil {
+		cb = policy
+	}
+	if cb == nil || *cb == (source.CircuitBreakers{}) {
+		return nil
+	}
+	c := *cb
+	return &c
+}
+
+// tlsParams maps the upstreamTLS setting; nil stays nil.
+func tlsParams(s *source.UpstreamTLS) *TLSParams {
+	if s == nil {
+		return nil
+	}
+	return &TLSParams{
+		Minimum:      tlsVersion(s.MinimumProtocolVersion),
+		Maximum:      tlsVersion(s.MaximumProtocolVersion),
+		CipherSuites: s.CipherSuites,
+	}
+}
+
+// tlsVersion maps "1.2" and "1.3"; anything else leaves the choice to Envoy.
+func tlsVersion(v string) TLSVersion {
+	switch v {
+	case "1.2":
+		return TLS12
+	case "1.3":
+		return TLS13
+	}
+	return TLSAuto
+}
+
+// resolveTarget finds the Service and port a spec target names, in the
+// ExtensionService's namespace only (a cross-namespace reference would let
+// an ExtensionService reach Services its author does not own).
+func (b *Builder) resolveTarget(namespace string, target source.ExtensionServiceTarget, cond *Condition) (resolvedTarget, bool) {
+	name := source.NamespacedName{Namespace: namespace, Name: target.Name}
+	svc, port, err := b.lookupService(name, target.Port)
+	if err != nil {
+		cond.AddError(SubConditionService, ReasonServiceUnresolvedReference,
+			fmt.Sprintf("unresolved service %q: %v", name.String(), err))
+		return resolvedTarget{}, false
+	}
+	// Contour looks only at spec.externalName; the type is checked as well
+	// so that an ExternalName Service missing its externalName is refused
+	// too. Either way the Service has no endpoints to balance over.
+	if svc.Type == serviceTypeExternalName || svc.ExternalName != "" {
+		cond.AddError(SubConditionService, ReasonUnsupportedServiceType,
+			fmt.Sprintf("Service %q is of unsupported type %q.", name.String(), serviceTypeExternalName))
+		return resolvedTarget{}, false
+	}
+	return resolvedTarget{service: svc, port: port, weight: target.Weight}, true
+}
+
+// lookupService returns the named Service and its first port whose number
+// is port or whose name is port written in decimal, as Contour matches. The
+// first matching port decides: if its protocol is neither TCP nor empty, the
+// lookup fails even if a later port would match.
+func (b *Builder) lookupService(name source.NamespacedName, port int32) (*source.Service, source.ServicePort, error) {
+	svc := b.index.Service(name)
+	if svc == nil {
+		return nil, source.ServicePort{}, fmt.Errorf("service %q not found", name.String())
+	}
+	portName := strconv.FormatInt(int64(port), 10)
+	for _, p := range svc.Ports {
+		if p.Port != port && p.Name != portName {
+			continue
+		}
+		if p.Protocol != "" && p.Protocol != "TCP" {
+			return nil, source.ServicePort{}, fmt.Errorf("unsupported service protocol %q", p.Protocol)
+		}
+		return svc, p, nil
+	}
+	return nil, source.ServicePort{}, fmt.Errorf("port %q on service %q not matched", portName, name.String())
+}

@@ -1,0 +1,207 @@
+// Package server exposes translation as the gRPC TranslationService, with
+// the standard health and reflection services beside it.
+//
+// The checks that turn a request into the pipeline's input live here (see
+// request.go): a malformed request is the client's error (InvalidArgument),
+// while an ExtensionService that is merely invalid is reported in its status.
+package server
+
+import (
+	"context"
+	"log/slog"
+	"runtime/debug"
+	"time"
+
+	"github.com/grpc-ecosystem/go-grpc-middleware/v2/interceptors"
+	"github.com/grpc-ecosystem/go-grpc-middleware/v2/interceptors/logging"
+	"github.com/grpc-ecosystem/go-grpc-middleware/v2/interceptors/recovery"
+	"github.com/grpc-ecosystem/go-grpc-middleware/v2/interceptors/selector"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/credentials"
+	"google.golang.org/grpc/health"
+	healthpb "google.golang.org/grpc/health/grpc_health_v1"
+	"google.golang.org/grpc/keepalive"
+	"google.golang.org/grpc/reflection"
+	"google.golang.org/grpc/status"
+
+	tributaryv1 "github.com/tributary-dev/tributary/gen/go/tributary/v1"
+	"github.com/tributary-dev/tributary/internal/metrics"
+	"github.com/tributary-dev/tributary/internal/xds"
+)
+
+// DefaultMaxMsgSize bounds one request or response unless Options say
+// otherwise. gRPC's own 4 MiB default is too small for a cluster's worth of
+// EndpointSlices; 64 MiB holds about two million endpoints.
+const DefaultMaxMsgSize = 64 << 20
+
+// connectionTimeout bounds the connection handshake, so a client that
+// opens a socket and goes silent does not hold it. The other limits are in
+// limits.go.
+const connectionTimeout = 10 * time.Second
+
+// keepaliveParams make the server probe idle connections, so it notices
+// clients that vanished without closing (a node that died, a NAT that
+// forgot the flow), and close connections idle for long.
+var keepaliveParams = keepalive.ServerParameters{
+	MaxConnectionIdle: 15 * time.Minute,
+	Time:              1 * time.Minute,
+	Timeout:           20 * time.Second,
+}
+
+// keepalivePolicy lets well-behaved clients keep a connection warm between
+// calls while refusing ping floods (the server closes a connection that
+// pings more often than every 10 seconds).
+var keepalivePolicy = keepalive.EnforcementPolicy{
+	MinTime:             10 * time.Second,
+	PermitWithoutStream: true,
+}
+
+// Options configure a Server; zero values mean the documented defaults.
+type Options struct {
+	// MaxRecvMsgSize and MaxSendMsgSize bound one request and one response
+	// in bytes; 0 means DefaultMaxMsgSize. A larger request fails with
+	// ResourceExhausted before it is decoded.
+	MaxRecvMsgSize, MaxSendMsgSize int
+	// Logger receives one line per call and every recovered panic; nil
+	// means slog.Default().
+	Logger *slog.Logger
+	// Metrics, when set, counts and times every call and records the
+	// service's own metrics (see package metrics).
+	Metrics *metrics.Metrics
+	// Health, when set, is the health service registered, so the caller
+	// can report NOT_SERVING (Health.Shutdown) when it starts draining;
+	// NewGRPCServer sets its statuses to SERVING. Nil means a private one.
+	Health *health.Server
+	// XDS, when set, publishes the resources of Sync sessions that name an
+	// xDS node group (SyncStart.xds_node_group); serve it with
+	// XDS.Register on its own gRPC server. Nil refuses such sessions.
+	XDS *xds.Publisher
+	// Credentials secure the listener: TLS or mutual TLS (see package
+	// tlsfiles). Nil serves plaintext.
+	Credentials credentials.TransportCredentials
+	// Limits against abuse (see limits.go); 0 means the default of each.
+	// MaxConcurrentStreams bounds the calls in flight on one connection;
+	// MaxSessions the Sync sessions open at once (one more fails with
+	// ResourceExhausted); MaxBatchObjects the upserts and deletes of one
+	// SyncBatch and MaxSessionBytes the estimated memory of one session (a
+	// batch beyond either is rejected with a BatchRejected and changes
+	// nothing).
+	MaxConcurrentStreams, MaxSessions, MaxBatchObjects int
+	MaxSessionBytes                                    int64
+	// Draining, when set, is closed as the server starts shutting down. A
+	// Sync stream never ends by itself, so GracefulStop would hold each
+	// one until its timeout; instead every open Sync call sends the
+	// answers it owes and ends with Unavailable, which clients take as the
+	// signal to reconnect (to another replica, or to this address once the
+	// server is back) and send their objects again.
+	Draining <-chan struct{}
+}
+
+// NewGRPCServer returns a *grpc.Server serving TranslationService, the
+// standard health service (grpc.health.v1, SERVING for "" and for
+// tributary.v1.TranslationService) and server reflection (v1 and v1alpha,
+// which also describes the Envoy resource types inside the responses' Any
+// fields). Every call but health checks is logged when it ends; a panicking
+// handler becomes an Internal error, with the panic and its stack logged,
+// and the server keeps serving.
+//
+// The caller owns the server: Serve it on a listener, then stop it. Health
+// Watch and reflection streams stay open until their clients leave, so bound
+// GracefulStop with a timeout and fall back to Stop.
+func NewGRPCServer(opts Options) *grpc.Server {
+	return newGRPCServer(opts, translationService{logger: orDefaultLogger(opts.Logger), metrics: opts.Metrics, xds: opts.XDS, limits: newSyncLimits(opts), draining: opts.Draining})
+}
+
+// newGRPCServer is NewGRPCServer over any TranslationService, so tests can
+// put a failing handler behind the production interceptors.
+func newGRPCServer(opts Options, translation tributaryv1.TranslationServiceServer) *grpc.Server {
+	logger := orDefaultLogger(opts.Logger)
+	unaryMetrics, streamMetrics := metricsInterceptors(opts.Metrics)
+	s := grpc.NewServer(
+		grpc.MaxRecvMsgSize(orDefault(opts.MaxRecvMsgSize, DefaultMaxMsgSize)),
+		grpc.MaxSendMsgSize(orDefault(opts.MaxSendMsgSize, DefaultMaxMsgSize)),
+		grpc.MaxConcurrentStreams(uint32(orDefault(opts.MaxConcurrentStreams, DefaultMaxConcurrentStreams))),
+		grpc.Creds(opts.Credentials), // nil: plaintext
+		grpc.ConnectionTimeout(connectionTimeout),
+		grpc.KeepaliveParams(keepaliveParams),
+		grpc.KeepaliveEnforcementPolicy(keepalivePolicy),
+		// Logging is outermost so it reports the code recovery produced;
+		// metrics count that code too. Session ids come first, for logging
+		// to put them on the line that ends a Sync call.
+		grpc.StatsHandler(refusedCalls{logger: logger}),
+		grpc.ChainUnaryInterceptor(
+			reachedUnary,
+			selector.UnaryServerInterceptor(logging.UnaryServerInterceptor(slogAdapter(logger), logOnFinish, callLevels(opts.Draining)), selector.MatchFunc(worthLogging)),
+			unaryMetrics,
+			recovery.UnaryServerInterceptor(recovery.WithRecoveryHandlerContext(recoverPanic(logger))),
+		),
+		grpc.ChainStreamInterceptor(
+			reachedStream,
+			sessionIDs,
+			selector.StreamServerInterceptor(logging.StreamServerInterceptor(slogAdapter(logger), logOnFinish, callLevels(opts.Draining)), selector.MatchFunc(worthLogging)),
+			streamMetrics,
+			recovery.StreamServerInterceptor(recovery.WithRecoveryHandlerContext(recoverPanic(logger))),
+		),
+	)
+	tributaryv1.RegisterTranslationServiceServer(s, translation)
+
+	healthServer := opts.Health
+	if healthServer == nil {
+		healthServer = health.NewServer()
+	}
+	healthServer.SetServingStatus("", healthpb.HealthCheckResponse_SERVING)
+	healthServer.SetServingStatus(tributaryv1.TranslationService_ServiceDesc.ServiceName, healthpb.HealthCheckResponse_SERVING)
+	healthpb.RegisterHealthServer(s, healthServer)
+
+	reflection.Register(s)
+	opts.Metrics.InitializeGRPC(s)
+	return s
+}
+
+func orDefault[T int | int64](v, def T) T {
+	if v <= 0 {
+		return def
+	}
+	return v
+}
+
+// logOnFinish logs one line per call, when it ends: its code, error and
+// duration are what an operator needs; a start line would double the volume.
+var logOnFinish = logging.WithLogOnEvents(logging.FinishCall)
+
+// callLevels is the middleware's default level per code, but for
+// Unavailable once the server drains (Options.Draining): Sync calls then
+// end with it by design, and connections that close with it are expected.
+// Before the drain, Unavailable stays a warning.
+func callLevels(draining <-chan struct{}) logging.Option {
+	return logging.WithLevels(func(code codes.Code) logging.Level {
+		if code == codes.Unavailable && closed(draining) {
+			return logging.LevelInfo
+		}
+		return logging.DefaultServerCodeToLevel(code)
+	})
+}
+
+// worthLogging leaves health checks out of the call log: load balancers and
+// kubelets probe every few seconds, which would bury the translations.
+func worthLogging(_ context.Context, call interceptors.CallMeta) bool {
+	return call.Service != healthpb.Health_ServiceDesc.ServiceName
+}
+
+// slogAdapter lets the logging interceptors write to a *slog.Logger.
+func slogAdapter(l *slog.Logger) logging.Logger {
+	return logging.LoggerFunc(func(ctx context.Context, level logging.Level, msg string, fields ...any) {
+		l.Log(ctx, slog.Level(level), msg, fields...)
+	})
+}
+
+// recoverPanic logs a handler's panic with its stack and answers Internal.
+// The panic value stays in the log: it may hold request data or internals a
+// client has no business seeing.
+func recoverPanic(l *slog.Logger) recovery.RecoveryHandlerFuncContext {
+	return func(ctx context.Context, p any) error {
+		sessionLogger(ctx, l).ErrorContext(ctx, "panic in gRPC handler", "panic", p, "stack", string(debug.Stack()))
+		return status.Error(codes.Internal, "internal error")
+	}
+}

@@ -1,0 +1,132 @@
+package server
+
+import (
+	"context"
+	"log/slog"
+	"time"
+
+	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/types/known/anypb"
+
+	tributaryv1 "github.com/tributary-dev/tributary/gen/go/tributary/v1"
+	"github.com/tributary-dev/tributary/internal/metrics"
+	"github.com/tributary-dev/tributary/internal/model"
+	"github.com/tributary-dev/tributary/internal/translate"
+	"github.com/tributary-dev/tributary/internal/xds"
+)
+
+// translationService implements TranslationService: Translate over
+// translate.Translate, Sync over package session (see sync.go). It holds no
+// state of its own but where to report (logger, metrics): a Translate
+// request is translated on its own, and a Sync session lives exactly as long
+// as its stream.
+type translationService struct {
+	tributaryv1.UnimplementedTranslationServiceServer
+	logger  *slog.Logger
+	metrics *metrics.Metrics // nil records nothing
+	xds     *xds.Publisher   // nil serves no xDS: Sync sessions cannot name a node group
+	limits  syncLimits
+	// draining is closed when Sync calls should end (Options.Draining);
+	// nil never is.
+	draining <-chan struct{}
+}
+
+// NewTranslationService returns the TranslationService implementation. It
+// needs no gRPC server: the command line calls Translate in process, with the
+// same checks and results as a remote call.
+func NewTranslationService() tributaryv1.TranslationServiceServer {
+	return translationService{logger: slog.Default()}
+}
+
+// Translate checks req, translates it and returns every resource and status.
+// A malformed request fails with InvalidArgument (see decodeRequest); an
+// ExtensionService that is well formed but invalid is reported in its status.
+// With include_json, every resource also carries its protojson form.
+// A cancelled or expired ctx stops the call before the translation starts;
+// once started, a translation runs to completion.
+func (t translationService) Translate(ctx context.Context, req *tributaryv1.TranslateRequest) (*tributaryv1.TranslateResponse, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, status.FromContextError(err).Err()
+	}
+	objs, settings, err := decodeRequest(req)
+	if err != nil {
+		return nil, err
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, status.FromContextError(err).Err()
+	}
+	began := time.Now()
+	resp := encodeResult(translate.Translate(objs, settings))
+	t.metrics.ObserveTranslation(metrics.RPCTranslate, time.Since(began))
+	if req.GetIncludeJson() {
+		if err := addJSON(resp.GetClusters(), resp.GetClusterLoadAssignments()); err != nil {
+			return nil, err
+		}
+	}
+	countSent(t.metrics, metrics.RPCTranslate, resp.GetClusters(), resp.GetClusterLoadAssignments())
+	return resp, nil
+}
+
+// encodeResult converts a Result into a response. The resources' bytes are
+// used as they are, never re-marshalled: they are the exact bytes the
+// versions hash.
+func encodeResult(res *translate.Result) *tributaryv1.TranslateResponse {
+	return &tributaryv1.TranslateResponse{
+		Clusters:               encodeResources(res.Clusters, translate.ClusterType),
+		ClusterLoadAssignments: encodeResources(res.ClusterLoadAssignments, translate.ClusterLoadAssignmentType),
+		Statuses:               encodeStatuses(res.Statuses),
+	}
+}
+
+func encodeResources(rs []translate.Resource, typeURL string) []*tributaryv1.Resource {
+	if len(rs) == 0 {
+		return nil
+	}
+	// One backing array per list instead of three allocations per resource.
+	resources := make([]tributaryv1.Resource, len(rs))
+	anys := make([]anypb.Any, len(rs))
+	out := make([]*tributaryv1.Resource, len(rs))
+	for i, r := range rs {
+		anys[i].TypeUrl, anys[i].Value = typeURL, r.Body
+		resources[i].Name, resources[i].Version, resources[i].Resource = r.Name, r.Version, &anys[i]
+		out[i] = &resources[i]
+	}
+	return out
+}
+
+func encodeStatuses(sts []model.Status) []*tributaryv1.ExtensionServiceStatus {
+	if len(sts) == 0 {
+		return nil
+	}
+	out := make([]*tributaryv1.ExtensionServiceStatus, len(sts))
+	for i, st := range sts {
+		c := st.Condition
+		out[i] = &tributaryv1.ExtensionServiceStatus{
+			Namespace: st.Namespace,
+			Name:      st.Name,
+			Conditions: []*tributaryv1.DetailedCondition{{
+				Type:               c.Type,
+				Status:             c.Status,
+				ObservedGeneration: c.ObservedGeneration,
+				Reason:             c.Reason,
+				Message:            c.Message,
+				Errors:             encodeSubConditions(c.Errors),
+				Warnings:           encodeSubConditions(c.Warnings),
+			}},
+			ClusterName:     st.ClusterName,
+			ResponseTimeout: st.ResponseTimeout,
+		}
+	}
+	return out
+}
+
+func encodeSubConditions(scs []model.SubCondition) []*tributaryv1.SubCondition {
+	if len(scs) == 0 {
+		return nil
+	}
+	out := make([]*tributaryv1.SubCondition, len(scs))
+	for i, sc := range scs {
+		out[i] = &tributaryv1.SubCondition{Type: sc.Type, Status: sc.Status, Reason: sc.Reason, Message: sc.Message}
+	}
+	return out
+}

@@ -1,0 +1,124 @@
+package session_test
+
+import (
+	"bytes"
+	"context"
+	mathrand "math/rand/v2"
+	"testing"
+
+	"github.com/tributary-dev/tributary/internal/session"
+	"github.com/tributary-dev/tributary/internal/translate"
+)
+
+// checkRun applies generated batches to a session until the choices run out
+// (at most maxBatches) and checks, after every batch, that:
+//   - the delta is minimal and well formed against what came before (see
+//     output.apply);
+//   - the output accumulated from every delta equals a fresh Translate of
+//     the objects applied so far, bodies included;
+//   - State equals it too;
+//   - a reader taking from an Outbox at random moments (so that deltas of
+//     several batches merge) receives minimal deltas, acknowledges the
+//     latest batch, and ends up with the same output.
+func checkRun(t *testing.T, c chooser, maxBatches int) {
+	t.Helper()
+	settings := generateSettings(c)
+	sess := session.New(settings)
+	objects := newStore()
+	fromDeltas := newOutput()
+	outbox := session.NewOutbox()
+	fromOutbox := newOutput()
+	putSinceTake := false
+	ctx := context.Background()
+	var lastID uint64
+	var want *output
+
+	take := func(wantID uint64) {
+		t.Helper()
+		id, d, err := outbox.Take(ctx)
+		if err != nil {
+			t.Fatalf("Take: %v", err)
+		}
+		if id != wantID {
+			t.Fatalf("Take acknowledged batch %d, want %d", id, wantID)
+		}
+		for _, p := range fromOutbox.apply(&d) {
+			t.Errorf("outbox delta for batch %d: %s", id, p)
+		}
+		putSinceTake = false
+	}
+
+	for id := uint64(1); id <= uint64(maxBatches) && (id == 1 || !c.exhausted()); id++ {
+		batch := generateBatch(c)
+		if id == 1 {
+			batch = generateInitialBatch(c)
+		}
+		objects.apply(&batch)
+		d := sess.Apply(&batch)
+		for _, p := range fromDeltas.apply(&d) {
+			t.Errorf("batch %d: %s", id, p)
+		}
+		lastID = id
+		want = outputOf(translate.Translate(objects.objects(), settings))
+		if diff := diffOutput(want, fromDeltas); diff != "" {
+			t.Fatalf("batch %d %+v: output accumulated from deltas differs from Translate (-translate +deltas):\n%s", id, batch, diff)
+		}
+		state := sess.State()
+		fromState := newOutput()
+		for _, p := range fromState.apply(&state) {
+			t.Errorf("batch %d: State: %s", id, p)
+		}
+		if diff := diffOutput(want, fromState); diff != "" {
+			t.Fatalf("batch %d: State differs from Translate (-translate +state):\n%s", id, diff)
+		}
+
+		outbox.Put(id, d)
+		putSinceTake = true
+		if chance(c, 3) {
+			take(id)
+			if diff := diffOutput(want, fromOutbox); diff != "" {
+				t.Fatalf("batch %d: output taken from the Outbox differs from Translate (-translate +outbox):\n%s", id, diff)
+			}
+		}
+		if t.Failed() {
+			t.FailNow()
+		}
+	}
+	if putSinceTake {
+		// The last Take covers everything still pending.
+		take(lastID)
+	}
+	if diff := diffOutput(want, fromOutbox); diff != "" {
+		t.Fatalf("final output taken from the Outbox differs from Translate (-translate +outbox):\n%s", diff)
+	}
+}
+
+// TestSessionMatchesTranslate is the property test: for many seeded random
+// sequences of batches, incremental output equals a fresh Translate.
+func TestSessionMatchesTranslate(t *testing.T) {
+	runs := 150
+	if testing.Short() {
+		runs = 50
+	}
+	for seed := range uint64(runs) {
+		c := randChooser{r: mathrand.New(mathrand.NewPCG(seed, 0x5e55))}
+		t.Run("", func(t *testing.T) { checkRun(t, c, 40) })
+	}
+}
+
+// FuzzSessionMatchesTranslate is the property test driven by fuzz input.
+func FuzzSessionMatchesTranslate(f *testing.F) {
+	for _, seed := range [][]byte{
+		{},
+		{0, 1, 2, 3, 4, 5, 6, 7, 8, 9},
+		bytes.Repeat([]byte{3}, 64),
+		[]byte("an endpoint slice relabelled to another service, then deleted"),
+		bytes.Repeat([]byte{0, 0, 1, 0, 2, 0, 3, 4, 255, 128}, 30),
+		bytes.Repeat([]byte{9, 250, 17, 1, 64, 2}, 50),
+	} {
+		f.Add(seed)
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		checkRun(t, &byteChooser{data: data}, 64)
+	})
+}

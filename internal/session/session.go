@@ -1,0 +1,471 @@
+// Package session is the incremental engine behind Sync: it holds one
+// session's objects, applies batches of changes to them, rebuilds only the
+// ExtensionServices a batch touches, and says what changed in the output.
+//
+// It has no gRPC in it. The server feeds it checked batches and streams the
+// deltas it returns; an Outbox between the two merges deltas per resource
+// when the client reads slower than it writes.
+//
+// A Session finds what a batch touches through reverse indexes from the
+// names an ExtensionService's spec refers to (its target Services, which
+// are also the keys of their EndpointSlices; its CA Secret; the namespace
+// whose delegations decide whether it may use that Secret) back to the
+// ExtensionServices. It rebuilds those alone, serialising and hashing each
+// resource once, and compares the content hash with the version it last
+// reported, so an unchanged resource is never sent again. Resource versions
+// stay content hashes; only the version of a whole output needs to be
+// unique per server instance, which NextVersion gives.
+package session
+
+import (
+	"cmp"
+	"slices"
+
+	"github.com/tributary-dev/tributary/internal/model"
+	"github.com/tributary-dev/tributary/internal/source"
+	"github.com/tributary-dev/tributary/internal/translate"
+)
+
+// Kind is the kind of an input object.
+type Kind int
+
+// The kinds a session holds.
+const (
+	KindExtensionService Kind = iota + 1
+	KindService
+	KindEndpointSlice
+	KindSecret
+	KindTLSCertificateDelegation
+)
+
+// Ref names one input object.
+type Ref struct {
+	Kind Kind
+	Name source.NamespacedName
+}
+
+// Batch is one set of changes, applied atomically. It has been checked at
+// the API boundary like a Translate request: every upsert satisfies package
+// source's guarantees, names are unique per kind within Upserts, and no
+// object is both upserted and deleted.
+type Batch struct {
+	Upserts source.Objects
+	Deletes []Ref
+}
+
+// Delta is what changed in a session's output. Every list is sorted by name
+// (statuses by namespace, then name). Applying deltas in order to an empty
+// output gives exactly what translate.Translate gives for the session's
+// current objects.
+type Delta struct {
+	// Clusters and ClusterLoadAssignments added or changed.
+	Clusters               []translate.Resource
+	ClusterLoadAssignments []translate.Resource
+	// Names of resources that no longer exist.
+	RemovedClusters               []string
+	RemovedClusterLoadAssignments []string
+	// Statuses added or changed, and the ExtensionServices deleted.
+	Statuses        []model.Status
+	RemovedStatuses []source.NamespacedName
+}
+
+// Empty reports whether d changes nothing.
+func (d *Delta) Empty() bool {
+	return len(d.Clusters) == 0 && len(d.ClusterLoadAssignments) == 0 &&
+		len(d.RemovedClusters) == 0 && len(d.RemovedClusterLoadAssignments) == 0 &&
+		len(d.Statuses) == 0 && len(d.RemovedStatuses) == 0
+}
+
+// Session is one Sync session's objects and output. It is not safe for
+// concurrent use: one goroutine applies batches.
+//
+// A Session keeps, per ExtensionService, only the versions of its two
+// resources and its status: enough to tell what a rebuild changed. It does
+// not keep resource bodies, which would double its memory; State rebuilds
+// them instead.
+type Session struct {
+	settings source.Settings
+	index    *model.Index
+
+	extensions map[source.NamespacedName]*extension
+	// Reverse indexes: who reads what (see reads).
+	byTarget              dependents[source.NamespacedName]
+	byCASecret            dependents[source.NamespacedName]
+	byDelegationNamespace dependents[string]
+
+	builder *rebuilder
+
+	// Scratch reused from one Apply to the next.
+	dirty    map[*extension]change
+	order    []*extension
+	rebuild  []*extension
+	outcomes []translate.Outcome
+
+	// observeRebuild, when set (by tests), is told which ExtensionServices
+	// each Apply rebuilt or removed, in order.
+	observeRebuild func([]source.NamespacedName)
+}
+
+// extension is one ExtensionService and what its last build gave.
+type extension struct {
+	name source.NamespacedName
+	// object is nil once the ExtensionService is deleted (it stays
+	// reachable only from the dirty set of the Apply that deleted it).
+	object *source.ExtensionService
+	// built is false until the first build.
+	built bool
+	// change is why the current Apply rebuilds it.
+	change change
+	// clusterVersion and claVersion are "" while the ExtensionService is
+	// invalid (it has no resources then).
+	clusterVersion, claVersion string
+	status                     model.Status
+}
+
+// New returns an empty session translating under settings (parsed and
+// checked at the API boundary).
+func New(settings source.Settings) *Session {
+	idx := model.NewIndex(&source.Objects{})
+	return &Session{
+		settings:              settings,
+		index:                 idx,
+		builder:               newRebuilder(idx, settings),
+		extensions:            map[source.NamespacedName]*extension{},
+		byTarget:              dependents[source.NamespacedName]{},
+		byCASecret:            dependents[source.NamespacedName]{},
+		byDelegationNamespace: dependents[string]{},
+		dirty:                 map[*extension]change{},
+	}
+}
+
+// Apply applies b and returns what changed in the output. Only the
+// ExtensionServices whose output b can affect are rebuilt: those b upserts
+// or deletes, those targeting a Service whose Service object or
+// EndpointSlices b changes, those whose CA Secret or delegation b changes,
+// and, when b changes the client certificate Secret, those that use it.
+// Unchanged resources are not in the Delta, even when rebuilt.
+//
+// Apply keeps a shallow copy of every upserted object: the top-level struct
+// is copied (so the session never pins the batch's slices of objects), but
+// the slices, maps and pointers inside it (endpoints, labels, certificates,
+// ...) are shared. The caller hands those over and must not modify them
+// afterwards; the server decodes every request into fresh objects, so this
+// costs it nothing and saves copying megabytes of endpoints per batch.
+// Deleting an object the session does not hold changes nothing.
+func (s *Session) Apply(b *Batch) Delta {
+	up := &b.Upserts
+	for i := range up.ExtensionServices {
+		es := new(source.ExtensionService)
+		*es = up.ExtensionServices[i]
+		s.putExtensionService(es)
+	}
+	for i := range up.Services {
+		svc := new(source.Service)
+		*svc = up.Services[i]
+		s.index.PutService(svc)
+		s.markTarget(svc.NamespacedName())
+	}
+	for i := range up.EndpointSlices {
+		slice := new(source.EndpointSlice)
+		*slice = up.EndpointSlices[i]
+		s.putEndpointSlice(slice)
+	}
+	for i := range up.Secrets {
+		secret := new(source.Secret)
+		*secret = up.Secrets[i]
+		s.index.PutSecret(secret)
+		s.markSecret(secret.NamespacedName())
+	}
+	for i := range up.TLSCertificateDelegations {
+		d := new(source.TLSCertificateDelegation)
+		*d = up.TLSCertificateDelegations[i]
+		s.index.PutTLSCertificateDelegation(d)
+		s.markDelegationNamespace(d.Namespace)
+	}
+	for _, ref := range b.Deletes {
+		s.delete(ref)
+	}
+	return s.rebuildDirty()
+}
+
+func (s *Session) putExtensionService(es *source.ExtensionService) {
+	name := es.NamespacedName()
+	e := s.extensions[name]
+	if e == nil {
+		e = &extension{name: name}
+		s.extensions[name] = e
+	} else {
+		s.unlink(e)
+	}
+	e.object = es
+	s.link(e)
+	s.dirty[e] |= changeOther
+}
+
+// link records in the reverse indexes what e.object reads; unlink forgets it.
+// A spec change that retargets an ExtensionService is an unlink of the old
+// spec and a link of the new one.
+func (s *Session) link(e *extension) {
+	r := readsOf(e.object)
+	for _, t := range r.targets {
+		s.byTarget.add(t, e)
+	}
+	if r.caSecret != nil {
+		s.byCASecret.add(*r.caSecret, e)
+	}
+	if r.delegationNamespace != nil {
+		s.byDelegationNamespace.add(*r.delegationNamespace, e)
+	}
+}
+
+func (s *Session) unlink(e *extension) {
+	r := readsOf(e.object)
+	for _, t := range r.targets {
+		s.byTarget.remove(t, e)
+	}
+	if r.caSecret != nil {
+		s.byCASecret.remove(*r.caSecret, e)
+	}
+	if r.delegationNamespace != nil {
+		s.byDelegationNamespace.remove(*r.delegationNamespace, e)
+	}
+}
+
+func (s *Session) putEndpointSlice(slice *source.EndpointSlice) {
+	name := slice.NamespacedName()
+	if old := s.index.EndpointSlice(name); old != nil {
+		// A relabelled slice leaves one Service and joins another: both
+		// change. The index finds the old one by name, label or not.
+		s.markSliceService(old)
+	}
+	s.index.PutEndpointSlice(slice)
+	s.markSliceService(slice)
+}
+
+// markSliceService marks the readers of the Service slice is labelled for.
+func (s *Session) markSliceService(slice *source.EndpointSlice) {
+	if svc, ok := slice.Labels[source.ServiceNameLabel]; ok {
+		s.markTarget(source.NamespacedName{Namespace: slice.Namespace, Name: svc})
+	}
+}
+
+// change says why an ExtensionService is rebuilt.
+type change uint8
+
+const (
+	// changeTargets: a target Service or its EndpointSlices changed. That
+	// can change the ExtensionService's validity and endpoints, never its
+	// Cluster: nothing a Service or an EndpointSlice holds reaches the
+	// Cluster (see envoy.BuildCluster), so a Cluster that existed before
+	// is kept as it is rather than built and marshalled again.
+	changeTargets change = 1 << iota
+	// changeOther: anything else (the ExtensionService itself, a Secret, a
+	// delegation), which can change everything.
+	changeOther
+)
+
+func (s *Session) markSet(set *extensionSet, c change) {
+	if set == nil {
+		return
+	}
+	set.each(func(e *extension) { s.dirty[e] |= c })
+}
+
+func (s *Session) markTarget(service source.NamespacedName) {
+	s.markSet(s.byTarget[service], changeTargets)
+}
+
+func (s *Session) markSecret(name source.NamespacedName) {
+	if cc := s.settings.ClientCertificate; cc != nil && *cc == name {
+		// Every ExtensionService checks the client certificate.
+		for _, e := range s.extensions {
+			s.dirty[e] |= changeOther
+		}
+		return
+	}
+	s.markSet(s.byCASecret[name], changeOther)
+}
+
+func (s *Session) markDelegationNamespace(namespace string) {
+	s.markSet(s.byDelegationNamespace[namespace], changeOther)
+}
+
+// delete removes the named object, if the session holds it.
+func (s *Session) delete(ref Ref) {
+	switch ref.Kind {
+	case KindExtensionService:
+		e := s.extensions[ref.Name]
+		if e == nil {
+			return
+		}
+		s.unlink(e)
+		delete(s.extensions, ref.Name)
+		e.object = nil
+		s.dirty[e] |= changeOther
+	case KindService:
+		if s.index.Service(ref.Name) == nil {
+			return
+		}
+		s.index.DeleteService(ref.Name)
+		s.markTarget(ref.Name)
+	case KindEndpointSlice:
+		old := s.index.EndpointSlice(ref.Name)
+		if old == nil {
+			return
+		}
+		s.index.DeleteEndpointSlice(ref.Name)
+		s.markSliceService(old)
+	case KindSecret:
+		if s.index.Secret(ref.Name) == nil {
+			return
+		}
+		s.index.DeleteSecret(ref.Name)
+		s.markSecret(ref.Name)
+	case KindTLSCertificateDelegation:
+		if s.delegation(ref.Name) == nil {
+			return
+		}
+		s.index.DeleteTLSCertificateDelegation(ref.Name)
+		s.markDelegationNamespace(ref.Name.Namespace)
+	}
+}
+
+func compareNames(a, b source.NamespacedName) int {
+	return cmp.Or(cmp.Compare(a.Namespace, b.Namespace), cmp.Compare(a.Name, b.Name))
+}
+
+// smallScratch is the size up to which scratch is kept for the next Apply.
+const smallScratch = 64
+
+// rebuildDirty rebuilds the marked ExtensionServices, in name order so the
+// work (and any parallel split of it) is the same whatever order the batch
+// listed things in, and returns how their output changed.
+func (s *Session) rebuildDirty() Delta {
+	var d Delta
+	if len(s.dirty) == 0 {
+		return d
+	}
+	s.order = s.order[:0]
+	for e, c := range s.dirty {
+		e.change = c
+		s.order = append(s.order, e)
+	}
+	if len(s.dirty) > smallScratch {
+		// A map keeps its size after clear, and ranging over it costs its
+		// size: after a large batch, the next small ones would pay for it.
+		s.dirty = map[*extension]change{}
+	} else {
+		clear(s.dirty)
+	}
+	if len(s.order) > 1 {
+		slices.SortFunc(s.order, func(a, b *extension) int { return compareNames(a.name, b.name) })
+	}
+
+	if s.observeRebuild != nil {
+		names := make([]source.NamespacedName, len(s.order))
+		for i, e := range s.order {
+			names[i] = e.name
+		}
+		s.observeRebuild(names)
+	}
+
+	s.rebuild = s.rebuild[:0]
+	for _, e := range s.order {
+		if e.object != nil {
+			s.rebuild = append(s.rebuild, e)
+		}
+	}
+	outcomes := s.builder.build(s.rebuild, s.outcomes)
+	clear(s.rebuild) // keep no objects alive from scratch
+
+	next := 0
+	for _, e := range s.order {
+		if e.object == nil {
+			d.removeAll(e)
+			continue
+		}
+		d.update(e, &outcomes[next])
+		next++
+	}
+	clear(s.order)
+	if len(s.order) > smallScratch {
+		s.order, s.rebuild = nil, nil
+	}
+	if len(outcomes) < inlineLimit {
+		clear(outcomes) // drop the bodies: the Delta has them now
+		s.outcomes = outcomes
+	}
+	d.sort()
+	return d
+}
+
+// removeAll records that the deleted e no longer has any output.
+func (d *Delta) removeAll(e *extension) {
+	if !e.built {
+		return
+	}
+	if e.clusterVersion != "" {
+		d.RemovedClusters = append(d.RemovedClusters, e.status.ClusterName)
+	}
+	if e.claVersion != "" {
+		d.RemovedClusterLoadAssignments = append(d.RemovedClusterLoadAssignments, e.status.ClusterName)
+	}
+	d.RemovedStatuses = append(d.RemovedStatuses, e.name)
+}
+
+// update records how o differs from e's last outcome, and makes o e's
+// last outcome.
+func (d *Delta) update(e *extension, o *translate.Outcome) {
+	oldCluster := e.status.ClusterName // the name e's resources were under
+	switch {
+	case o.Valid() && o.Cluster.Version != e.clusterVersion:
+		d.Clusters = append(d.Clusters, o.Cluster)
+	case !o.Valid() && e.clusterVersion != "":
+		d.RemovedClusters = append(d.RemovedClusters, oldCluster)
+	}
+	switch {
+	case o.Valid() && o.ClusterLoadAssignment.Version != e.claVersion:
+		d.ClusterLoadAssignments = append(d.ClusterLoadAssignments, o.ClusterLoadAssignment)
+	case !o.Valid() && e.claVersion != "":
+		d.RemovedClusterLoadAssignments = append(d.RemovedClusterLoadAssignments, oldCluster)
+	}
+	if !e.built || !statusEqual(&e.status, &o.Status) {
+		d.Statuses = append(d.Statuses, o.Status)
+	}
+	e.built = true
+	e.clusterVersion, e.claVersion = o.Cluster.Version, o.ClusterLoadAssignment.Version
+	e.status = o.Status
+}
+
+// sort puts every list in the order Delta documents. Statuses and removed
+// statuses are already in name order (they follow the rebuild order);
+// resources are ordered by their own name, which is not the same order
+// ("extension/a-b/x" sorts before "extension/a/y").
+func (d *Delta) sort() {
+	byName := func(a, b translate.Resource) int { return cmp.Compare(a.Name, b.Name) }
+	if len(d.Clusters) > 1 {
+		slices.SortFunc(d.Clusters, byName)
+	}
+	if len(d.ClusterLoadAssignments) > 1 {
+		slices.SortFunc(d.ClusterLoadAssignments, byName)
+	}
+	slices.Sort(d.RemovedClusters)
+	slices.Sort(d.RemovedClusterLoadAssignments)
+}
+
+// State returns the session's complete output as a Delta from nothing.
+// Since the session keeps no resource bodies, it rebuilds every
+// ExtensionService: as costly as a Translate of the session's objects.
+// Builds are deterministic, so what it returns has the very versions the
+// deltas announced.
+func (s *Session) State() Delta {
+	all := make([]*source.ExtensionService, 0, len(s.extensions))
+	for _, e := range s.extensions {
+		all = append(all, e.object)
+	}
+	slices.SortFunc(all, func(a, b *source.ExtensionService) int { return compareNames(a.NamespacedName(), b.NamespacedName()) })
+	res := translate.ResultOf(translate.Build(s.index, s.settings, all))
+	d := Delta{Clusters: res.Clusters, ClusterLoadAssignments: res.ClusterLoadAssignments, Statuses: res.Statuses}
+	d.sort()
+	return d
+}

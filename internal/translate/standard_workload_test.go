@@ -1,0 +1,76 @@
+package translate_test
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+
+	endpointv3 "github.com/envoyproxy/go-control-plane/envoy/config/endpoint/v3"
+	"github.com/google/go-cmp/cmp"
+	"google.golang.org/protobuf/proto"
+
+	"github.com/tributary-dev/tributary/internal/envoy"
+	"github.com/tributary-dev/tributary/internal/model"
+	"github.com/tributary-dev/tributary/internal/source"
+	"github.com/tributary-dev/tributary/internal/translate"
+	"github.com/tributary-dev/tributary/internal/workload"
+)
+
+// TestStandardWorkload checks the benchmark input means what it claims:
+// every ExtensionService is valid and yields a CLA with two localities
+// weighted 80/20 of m endpoints each, which passes ValidateAll and the
+// extra checks, and the fast path matches the reference encoding.
+func TestStandardWorkload(t *testing.T) {
+	const n, m = 50, 30
+	objs := workload.Standard(n, m)
+	got := translate.Translate(objs, source.Settings{})
+	if len(got.Statuses) != n || len(got.Clusters) != n || len(got.ClusterLoadAssignments) != n {
+		t.Fatalf("got %d statuses, %d clusters, %d CLAs; want %d each",
+			len(got.Statuses), len(got.Clusters), len(got.ClusterLoadAssignments), n)
+	}
+	for _, st := range got.Statuses {
+		if st.Condition.Status != model.ConditionTrue || len(st.Condition.Warnings) != 0 {
+			t.Errorf("%s/%s: condition %+v, want valid without warnings", st.Namespace, st.Name, st.Condition)
+		}
+	}
+	for _, r := range got.ClusterLoadAssignments {
+		cla := new(endpointv3.ClusterLoadAssignment)
+		if err := proto.Unmarshal(r.Body, cla); err != nil {
+			t.Fatalf("%s: %v", r.Name, err)
+		}
+		if err := cla.ValidateAll(); err != nil {
+			t.Errorf("%s: ValidateAll: %v", r.Name, err)
+		}
+		if err := envoy.CheckClusterLoadAssignment(cla); err != nil {
+			t.Errorf("%s: %v", r.Name, err)
+		}
+		var shape []string
+		for _, lle := range cla.GetEndpoints() {
+			shape = append(shape, fmt.Sprintf("%s weight %d, %d endpoints",
+				lle.GetLocality().GetSubZone(), lle.GetLoadBalancingWeight().GetValue(), len(lle.GetLbEndpoints())))
+		}
+		ns, name := splitClusterName(t, r.Name)
+		want := []string{
+			fmt.Sprintf("%s/%s-primary/%d weight 80, %d endpoints", ns, name, workload.TargetPort, m),
+			fmt.Sprintf("%s/%s-canary/%d weight 20, %d endpoints", ns, name, workload.TargetPort, m),
+		}
+		if diff := cmp.Diff(want, shape); diff != "" {
+			t.Errorf("%s localities (-want +got):\n%s", r.Name, diff)
+		}
+	}
+	if diff := cmp.Diff(translate.TranslateReference(objs, source.Settings{}), got); diff != "" {
+		t.Errorf("fast path differs from the reference encoding (-reference +fast):\n%s", diff)
+	}
+}
+
+func splitClusterName(t *testing.T, cluster string) (namespace, name string) {
+	t.Helper()
+	rest, ok := strings.CutPrefix(cluster, "extension/")
+	if ok {
+		namespace, name, ok = strings.Cut(rest, "/")
+	}
+	if !ok {
+		t.Fatalf("cluster name %q is not extension/<namespace>/<name>", cluster)
+	}
+	return namespace, name
+}

@@ -1,0 +1,533 @@
+package xds_test
+
+import (
+	"errors"
+	"slices"
+	"testing"
+	"time"
+
+	clusterv3 "github.com/envoyproxy/go-control-plane/envoy/config/cluster/v3"
+	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
+	endpointv3 "github.com/envoyproxy/go-control-plane/envoy/config/endpoint/v3"
+	clusterservice "github.com/envoyproxy/go-control-plane/envoy/service/cluster/v3"
+	discoveryv3 "github.com/envoyproxy/go-control-plane/envoy/service/discovery/v3"
+	endpointservice "github.com/envoyproxy/go-control-plane/envoy/service/endpoint/v3"
+	resourcev3 "github.com/envoyproxy/go-control-plane/pkg/resource/v3"
+	"github.com/google/go-cmp/cmp"
+	"google.golang.org/genproto/googleapis/rpc/status"
+	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/testing/protocmp"
+
+	"github.com/tributary-dev/tributary/internal/source"
+	"github.com/tributary-dev/tributary/internal/translate"
+	"github.com/tributary-dev/tributary/internal/workload"
+	"github.com/tributary-dev/tributary/internal/xds"
+	"github.com/tributary-dev/tributary/internal/xdstest"
+)
+
+func mustOpen(t *testing.T, p *xds.Publisher, group string, opts xds.PublicationOptions) *xds.Publication {
+	t.Helper()
+	pub, err := p.Open(group, opts)
+	if err != nil {
+		t.Fatalf("Open: %v", err)
+	}
+	t.Cleanup(pub.Close)
+	return pub
+}
+
+func mustApply(t *testing.T, pub *xds.Publication, c xds.Changes) {
+	t.Helper()
+	if err := pub.Apply(c); err != nil {
+		t.Fatalf("Apply: %v", err)
+	}
+}
+
+// moveEndpoint moves the first endpoint of EndpointSlice i elsewhere: only
+// one ClusterLoadAssignment changes.
+func moveEndpoint(objs *source.Objects, i int, to string) {
+	objs.EndpointSlices[i].Endpoints[0] = workload.ReadyEndpoint(to)
+}
+
+// State of the World over ADS: the first responses hold everything; after
+// one endpoint moves, only its ClusterLoadAssignment is sent (EDS is not a
+// full-state type), and no CDS response at all; after a Cluster changes,
+// CDS sends every Cluster (the protocol requires it for CDS), with a new
+// version.
+func TestSotWSendsOnlyChangedResources(t *testing.T) {
+	p, conn := startServer(t, xds.Options{})
+	objs, v1 := translated(3, 2)
+	pub := mustOpen(t, p, "edge", xds.PublicationOptions{})
+	mustApply(t, pub, everything(v1))
+	all := names(v1.Clusters)
+
+	c := xdstest.NewSotW(t, conn)
+	c.Send(&discoveryv3.DiscoveryRequest{Node: node("envoy-1"), TypeUrl: resourcev3.ClusterType})
+	cds := c.Recv()
+	if got := xdstest.SotWNames(t, cds); !slices.Equal(got, all) {
+		t.Fatalf("CDS: got %v, want %v", got, all)
+	}
+	c.Ack(cds)
+	c.Send(&discoveryv3.DiscoveryRequest{TypeUrl: resourcev3.EndpointType, ResourceNames: all})
+	eds := c.Recv()
+	if got := xdstest.SotWNames(t, eds); !slices.Equal(got, all) {
+		t.Fatalf("EDS: got %v, want %v", got, all)
+	}
+	c.Ack(eds, all...)
+
+	// Every Cluster served gets its endpoints over ADS.
+	cl := unpack(t, cds.GetResources()[0], new(clusterv3.Cluster))
+	if cl.GetEdsClusterConfig().GetEdsConfig().GetAds() == nil {
+		t.Errorf("Cluster %s: eds_config is %v, want ads", cl.GetName(), cl.GetEdsClusterConfig().GetEdsConfig())
+	}
+
+	moveEndpoint(objs, 2, "10.200.0.1")
+	v2 := translate.Translate(objs, source.Settings{})
+	ch := changes(v1, v2)
+	if len(ch.Clusters) != 0 || len(ch.ClusterLoadAssignments) != 1 {
+		t.Fatalf("test setup: moving an endpoint changed %v and %v", names(ch.Clusters), names(ch.ClusterLoadAssignments))
+	}
+	mustApply(t, pub, ch)
+	eds2 := c.Recv()
+	if eds2.GetTypeUrl() != resourcev3.EndpointType {
+		t.Fatalf("after an endpoint moved, got a %s response, want EDS only", eds2.GetTypeUrl())
+	}
+	if got, want := xdstest.SotWNames(t, eds2), names(ch.ClusterLoadAssignments); !slices.Equal(got, want) {
+		t.Fatalf("EDS after a move: got %v, want exactly %v", got, want)
+	}
+	if eds2.GetVersionInfo() == eds.GetVersionInfo() {
+		t.Errorf("EDS version %q did not change", eds2.GetVersionInfo())
+	}
+	got := unpack(t, eds2.GetResources()[0], new(endpointv3.ClusterLoadAssignment))
+	want := new(endpointv3.ClusterLoadAssignment)
+	if err := proto.Unmarshal(ch.ClusterLoadAssignments[0].Body, want); err != nil {
+		t.Fatal(err)
+	}
+	if d := cmp.Diff(want, got, protocmp.Transform()); d != "" {
+		t.Errorf("published ClusterLoadAssignment differs from the translated one (-want +got):\n%s", d)
+	}
+	c.Ack(eds2, all...)
+
+	objs.ExtensionServices[0].Spec.LoadBalancerPolicy = &source.LoadBalancerPolicy{Strategy: "Random"}
+	v3 := translate.Translate(objs, source.Settings{})
+	ch = changes(v2, v3)
+	if len(ch.Clusters) != 1 || len(ch.ClusterLoadAssignments) != 0 {
+		t.Fatalf("test setup: a new load balancer policy changed %v and %v", names(ch.Clusters), names(ch.ClusterLoadAssignments))
+	}
+	mustApply(t, pub, ch)
+	cds2 := c.Recv()
+	if cds2.GetTypeUrl() != resourcev3.ClusterType {
+		t.Fatalf("after a Cluster changed, got a %s response, want CDS", cds2.GetTypeUrl())
+	}
+	if got := xdstest.SotWNames(t, cds2); !slices.Equal(got, all) {
+		t.Errorf("CDS is full-state: got %v, want %v", got, all)
+	}
+	if cds2.GetVersionInfo() == cds.GetVersionInfo() {
+		t.Errorf("CDS version %q did not change", cds2.GetVersionInfo())
+	}
+}
+
+// Delta over ADS: every resource carries its own version; a change sends
+// exactly the changed resource, and a removal names exactly what was
+// removed.
+func TestDeltaSendsOnlyChangedResources(t *testing.T) {
+	p, conn := startServer(t, xds.Options{})
+	objs, v1 := translated(3, 2)
+	pub := mustOpen(t, p, "edge", xds.PublicationOptions{})
+	mustApply(t, pub, everything(v1))
+	all := names(v1.Clusters)
+
+	c := xdstest.NewDelta(t, conn)
+	c.Send(&discoveryv3.DeltaDiscoveryRequest{Node: node("envoy-1"), TypeUrl: resourcev3.ClusterType})
+	cds := c.Recv()
+	if got := xdstest.DeltaNames(cds); !slices.Equal(got, all) {
+		t.Fatalf("CDS: got %v, want %v", got, all)
+	}
+	c.Ack(cds)
+	c.Send(&discoveryv3.DeltaDiscoveryRequest{TypeUrl: resourcev3.EndpointType, ResourceNamesSubscribe: all})
+	eds := c.Recv()
+	if got := xdstest.DeltaNames(eds); !slices.Equal(got, all) {
+		t.Fatalf("EDS: got %v, want %v", got, all)
+	}
+	versions := map[string]string{}
+	for _, r := range eds.GetResources() {
+		if r.GetVersion() == "" {
+			t.Errorf("%s has no version", r.GetName())
+		}
+		versions[r.GetName()] = r.GetVersion()
+	}
+	c.Ack(eds)
+
+	moveEndpoint(objs, 4, "10.200.0.2")
+	v2 := translate.Translate(objs, source.Settings{})
+	ch := changes(v1, v2)
+	mustApply(t, pub, ch)
+	eds2 := c.Recv()
+	if got, want := xdstest.DeltaNames(eds2), names(ch.ClusterLoadAssignments); eds2.GetTypeUrl() != resourcev3.EndpointType || !slices.Equal(got, want) || len(eds2.GetRemovedResources()) != 0 {
+		t.Fatalf("after an endpoint moved: got %s %v removing %v, want EDS %v only", eds2.GetTypeUrl(), got, eds2.GetRemovedResources(), want)
+	}
+	if r := eds2.GetResources()[0]; r.GetVersion() == versions[r.GetName()] {
+		t.Errorf("%s: version %q did not change", r.GetName(), r.GetVersion())
+	}
+	c.Ack(eds2)
+
+	// Deleting an ExtensionService removes its Cluster and its
+	// ClusterLoadAssignment, and nothing else.
+	objs.ExtensionServices = objs.ExtensionServices[1:]
+	v3 := translate.Translate(objs, source.Settings{})
+	ch = changes(v2, v3)
+	mustApply(t, pub, ch)
+	expectDeltaRemovals(t, c, ch, "after a deletion")
+}
+
+// A client of another node group sees nothing of "edge"; node.cluster
+// names the group, node.id does when node.cluster is empty.
+func TestNodeGroups(t *testing.T) {
+	p, conn := startServer(t, xds.Options{})
+	_, res := translated(2, 1)
+	mustApply(t, mustOpen(t, p, "edge", xds.PublicationOptions{}), everything(res))
+	_, other := translated(1, 1)
+	mustApply(t, mustOpen(t, p, "lone-client", xds.PublicationOptions{}), everything(other))
+
+	for _, tc := range []struct {
+		node *corev3.Node
+		want []string
+	}{
+		{&corev3.Node{Id: "x", Cluster: "edge"}, names(res.Clusters)},
+		{&corev3.Node{Id: "lone-client"}, names(other.Clusters)},
+		{&corev3.Node{Id: "lone-client", Cluster: "elsewhere"}, []string{}},
+	} {
+		c := xdstest.NewDelta(t, conn)
+		c.Send(&discoveryv3.DeltaDiscoveryRequest{Node: tc.node, TypeUrl: resourcev3.ClusterType})
+		if got := xdstest.DeltaNames(c.Recv()); !slices.Equal(got, tc.want) {
+			t.Errorf("node %v: got %v, want %v", tc.node, got, tc.want)
+		}
+	}
+	if got := xds.NodeGroup(&corev3.Node{Id: "a", Cluster: "b"}); got != "b" {
+		t.Errorf("NodeGroup = %q, want the node's cluster", got)
+	}
+}
+
+// A State-of-the-World client that NACKs the first response (so it reports
+// no accepted version) is not sent the rejected resources again; the NACK
+// reaches the Publication and the Metrics, naming node, type, resources,
+// error and version; the next change is sent as usual.
+func TestSotWNackIsReportedAndNotResent(t *testing.T) {
+	rec := newRecorder()
+	p, conn := startServer(t, xds.Options{Metrics: rec})
+	objs, v1 := translated(2, 1)
+	pub := mustOpen(t, p, "edge", xds.PublicationOptions{OnNack: func(n xds.Nack) { rec.nacked <- n }})
+	mustApply(t, pub, everything(v1))
+	all := names(v1.Clusters)
+
+	c := xdstest.NewSotW(t, conn)
+	c.Send(&discoveryv3.DiscoveryRequest{Node: node("grpc-1"), TypeUrl: resourcev3.ClusterType})
+	cds := c.Recv()
+	c.Send(&discoveryv3.DiscoveryRequest{
+		TypeUrl: resourcev3.ClusterType, ResponseNonce: cds.GetNonce(),
+		ErrorDetail: &status.Status{Code: 3, Message: "CDS's EDS config source is not to my taste"},
+	})
+	want := xds.Nack{
+		NodeID: "grpc-1", NodeGroup: "edge", TypeURL: resourcev3.ClusterType, ResourceNames: all,
+		ErrorDetail: "CDS's EDS config source is not to my taste", RejectedVersion: cds.GetVersionInfo(),
+	}
+	if d := cmp.Diff(want, <-rec.nacked); d != "" {
+		t.Errorf("NACK handed to the Publication (-want +got):\n%s", d)
+	}
+	// The client repeats its NACK: it is not reported again.
+	c.Send(&discoveryv3.DiscoveryRequest{
+		TypeUrl: resourcev3.ClusterType, ResponseNonce: cds.GetNonce(),
+		ErrorDetail: &status.Status{Code: 3, Message: "CDS's EDS config source is not to my taste"},
+	})
+
+	// The server handles an ADS stream's requests in order, and a resend
+	// of the rejected Clusters would be queued while handling the NACK:
+	// it would arrive before the answer to this later EDS request.
+	c.Send(&discoveryv3.DiscoveryRequest{TypeUrl: resourcev3.EndpointType, ResourceNames: all})
+	if resp := c.Recv(); resp.GetTypeUrl() != resourcev3.EndpointType {
+		t.Fatalf("after the NACK, got %s version %q, want the EDS answer (the rejected CDS response was sent again)", resp.GetTypeUrl(), resp.GetVersionInfo())
+	} else {
+		c.Ack(resp, all...)
+	}
+
+	objs.ExtensionServices[1].Spec.LoadBalancerPolicy = &source.LoadBalancerPolicy{Strategy: "Random"}
+	v2 := translate.Translate(objs, source.Settings{})
+	mustApply(t, pub, changes(v1, v2))
+	if resp := c.Recv(); resp.GetTypeUrl() != resourcev3.ClusterType || resp.GetVersionInfo() == cds.GetVersionInfo() {
+		t.Errorf("after a change, got %s version %q, want CDS with a new version", resp.GetTypeUrl(), resp.GetVersionInfo())
+	}
+	rec.mu.Lock()
+	defer rec.mu.Unlock()
+	if len(rec.nacks) != 1 {
+		t.Errorf("Metrics saw %d NACKs, want 1", len(rec.nacks))
+	}
+}
+
+// A Delta NACK is reported with the rejected response's resources and not
+// answered with the same resources again.
+func TestDeltaNackIsReportedAndNotResent(t *testing.T) {
+	rec := newRecorder()
+	p, conn := startServer(t, xds.Options{Metrics: rec})
+	objs, v1 := translated(2, 1)
+	pub := mustOpen(t, p, "edge", xds.PublicationOptions{OnNack: func(n xds.Nack) { rec.nacked <- n }})
+	mustApply(t, pub, everything(v1))
+	all := names(v1.Clusters)
+
+	c := xdstest.NewDelta(t, conn)
+	c.Send(&discoveryv3.DeltaDiscoveryRequest{Node: node("grpc-2"), TypeUrl: resourcev3.EndpointType, ResourceNamesSubscribe: all})
+	eds := c.Recv()
+	c.Send(&discoveryv3.DeltaDiscoveryRequest{
+		TypeUrl: resourcev3.EndpointType, ResponseNonce: eds.GetNonce(),
+		ErrorDetail: &status.Status{Code: 3, Message: "duplicate locality"},
+	})
+	want := xds.Nack{
+		NodeID: "grpc-2", NodeGroup: "edge", TypeURL: resourcev3.EndpointType, ResourceNames: all,
+		ErrorDetail: "duplicate locality", RejectedVersion: eds.GetSystemVersionInfo(), Delta: true,
+	}
+	if d := cmp.Diff(want, <-rec.nacked); d != "" {
+		t.Errorf("NACK handed to the Publication (-want +got):\n%s", d)
+	}
+	c.Send(&discoveryv3.DeltaDiscoveryRequest{TypeUrl: resourcev3.ClusterType})
+	if resp := c.Recv(); resp.GetTypeUrl() != resourcev3.ClusterType {
+		t.Fatalf("after the NACK, got %s %v, want the CDS answer", resp.GetTypeUrl(), xdstest.DeltaNames(resp))
+	}
+	moveEndpoint(objs, 0, "10.200.0.3")
+	v2 := translate.Translate(objs, source.Settings{})
+	ch := changes(v1, v2)
+	mustApply(t, pub, ch)
+	if resp := c.Recv(); !slices.Equal(xdstest.DeltaNames(resp), names(ch.ClusterLoadAssignments)) {
+		t.Errorf("after a change, got %s %v, want %v", resp.GetTypeUrl(), xdstest.DeltaNames(resp), names(ch.ClusterLoadAssignments))
+	}
+}
+
+// A resource that fails validation is not published: it is reported to the
+// Metrics, and the last good version keeps serving.
+func TestValidationKeepsLastGoodVersion(t *testing.T) {
+	rec := newRecorder()
+	p, conn := startServer(t, xds.Options{Metrics: rec})
+	_, v1 := translated(2, 1)
+	pub := mustOpen(t, p, "edge", xds.PublicationOptions{})
+	mustApply(t, pub, everything(v1))
+
+	good := v1.ClusterLoadAssignments[0]
+	cla := new(endpointv3.ClusterLoadAssignment)
+	if err := proto.Unmarshal(good.Body, cla); err != nil {
+		t.Fatal(err)
+	}
+	// Both localities in one place: gRPC NACKs that, ValidateAll does not
+	// notice it, envoy.CheckClusterLoadAssignment does.
+	cla.Endpoints[1].Locality = proto.Clone(cla.Endpoints[0].GetLocality()).(*corev3.Locality)
+	if err := cla.ValidateAll(); err != nil {
+		t.Fatalf("test setup: the crafted resource should pass ValidateAll: %v", err)
+	}
+	body, err := proto.MarshalOptions{Deterministic: true}.Marshal(cla)
+	if err != nil {
+		t.Fatal(err)
+	}
+	bad := translate.Resource{Name: good.Name, Version: "crafted", Body: body}
+	undecodable := translate.Resource{Name: "extension/x/y", Version: "junk", Body: []byte{0xff}}
+	mustApply(t, pub, xds.Changes{ClusterLoadAssignments: []translate.Resource{bad, undecodable}})
+
+	wantRefused := []string{"edge " + resourcev3.EndpointType + " " + good.Name, "edge " + resourcev3.EndpointType + " extension/x/y"}
+	if got := rec.refusedSoFar(); !slices.Equal(got, wantRefused) {
+		t.Errorf("refused %v, want %v", got, wantRefused)
+	}
+	c := xdstest.NewDelta(t, conn)
+	c.Send(&discoveryv3.DeltaDiscoveryRequest{Node: node("envoy-1"), TypeUrl: resourcev3.EndpointType, ResourceNamesSubscribe: []string{good.Name, "extension/x/y"}})
+	resp := c.Recv()
+	if got := xdstest.DeltaNames(resp); !slices.Equal(got, []string{good.Name}) {
+		t.Fatalf("served %v, want only the last good %s", got, good.Name)
+	}
+	served := unpack(t, resp.GetResources()[0].GetResource(), new(endpointv3.ClusterLoadAssignment))
+	want := new(endpointv3.ClusterLoadAssignment)
+	if err := proto.Unmarshal(good.Body, want); err != nil {
+		t.Fatal(err)
+	}
+	if d := cmp.Diff(want, served, protocmp.Transform()); d != "" {
+		t.Errorf("served ClusterLoadAssignment is not the last good one (-want +got):\n%s", d)
+	}
+}
+
+// When a Publication closes, its resources are withdrawn after the grace
+// period: a Delta client sees them removed.
+func TestWithdrawAfterGrace(t *testing.T) {
+	p, conn := startServer(t, xds.Options{WithdrawGrace: 1}) // 1ns: at once, but through the timer
+	_, v1 := translated(2, 1)
+	pub, err := p.Open("edge", xds.PublicationOptions{Listeners: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	mustApply(t, pub, everything(v1))
+	all := names(v1.Clusters)
+
+	c := xdstest.NewDelta(t, conn)
+	types := []string{resourcev3.ClusterType, resourcev3.EndpointType, resourcev3.ListenerType}
+	for _, typ := range types {
+		c.Send(&discoveryv3.DeltaDiscoveryRequest{Node: node("envoy-1"), TypeUrl: typ})
+		resp := c.Recv()
+		if got := xdstest.DeltaNames(resp); !slices.Equal(got, all) {
+			t.Fatalf("%s: got %v, want %v", typ, got, all)
+		}
+		c.Ack(resp)
+	}
+	pub.Close()
+	removed := map[string][]string{}
+	for range types {
+		resp := c.Recv()
+		removed[resp.GetTypeUrl()] = slices.Sorted(slices.Values(resp.GetRemovedResources()))
+		c.Ack(resp)
+	}
+	for _, typ := range types {
+		if !slices.Equal(removed[typ], all) {
+			t.Errorf("%s: withdrew %v, want %v", typ, removed[typ], all)
+		}
+	}
+}
+
+// A session that reconnects within the grace period and publishes the same
+// resources changes nothing for the clients; what it no longer publishes is
+// withdrawn when the grace period ends. A newer Publication supersedes a
+// live one.
+func TestTakeoverWithinGrace(t *testing.T) {
+	p, conn := startServer(t, xds.Options{WithdrawGrace: time.Hour})
+	objs, v1 := translated(3, 1)
+	old := mustOpen(t, p, "edge", xds.PublicationOptions{})
+	mustApply(t, old, everything(v1))
+	all := names(v1.Clusters)
+
+	c := xdstest.NewDelta(t, conn)
+	c.Send(&discoveryv3.DeltaDiscoveryRequest{Node: node("envoy-1"), TypeUrl: resourcev3.ClusterType})
+	c.Ack(c.Recv())
+	c.Send(&discoveryv3.DeltaDiscoveryRequest{TypeUrl: resourcev3.EndpointType, ResourceNamesSubscribe: all})
+	c.Ack(c.Recv())
+	// A State-of-the-World client too: its versions are per response, so
+	// only the Publisher's skipping of unchanged resources keeps it quiet.
+	sc := xdstest.NewSotW(t, conn)
+	sc.Send(&discoveryv3.DiscoveryRequest{Node: node("envoy-2"), TypeUrl: resourcev3.ClusterType})
+	sc.Ack(sc.Recv())
+	sc.Send(&discoveryv3.DiscoveryRequest{TypeUrl: resourcev3.EndpointType, ResourceNames: all})
+	sc.Ack(sc.Recv(), all...)
+
+	superseded := make(chan struct{})
+	old2, err := p.Open("edge-2", xds.PublicationOptions{OnSuperseded: func() { close(superseded) }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer old2.Close()
+	if _, err := p.Open("edge-2", xds.PublicationOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	<-superseded
+	if err := old2.Apply(everything(v1)); !errors.Is(err, xds.ErrSuperseded) {
+		t.Errorf("Apply of a superseded Publication: got %v, want ErrSuperseded", err)
+	}
+
+	// The new session holds one ExtensionService fewer and one moved
+	// endpoint: its full state republishes two resources unchanged.
+	objs.ExtensionServices = objs.ExtensionServices[:2]
+	moveEndpoint(objs, 0, "10.200.0.4")
+	v2 := translate.Translate(objs, source.Settings{})
+	renewed, err := p.Open("edge", xds.PublicationOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(renewed.Close)
+	mustApply(t, renewed, everything(v2))
+	old.Close() // after the takeover, closing the old one changes nothing
+
+	ch := changes(v1, v2)
+	// Only the moved endpoint's ClusterLoadAssignment is sent, then,
+	// once the grace period ends, the removal of the dropped
+	// ExtensionService's resources.
+	resp := c.Recv()
+	if got := xdstest.DeltaNames(resp); resp.GetTypeUrl() != resourcev3.EndpointType || !slices.Equal(got, names(ch.ClusterLoadAssignments)) {
+		t.Fatalf("after the takeover, got %s %v, want EDS %v", resp.GetTypeUrl(), got, names(ch.ClusterLoadAssignments))
+	}
+	c.Ack(resp)
+	if resp := sc.Recv(); resp.GetTypeUrl() != resourcev3.EndpointType || !slices.Equal(xdstest.SotWNames(t, resp), names(ch.ClusterLoadAssignments)) {
+		t.Fatalf("after the takeover, the SotW client got %s %v, want EDS %v", resp.GetTypeUrl(), xdstest.SotWNames(t, resp), names(ch.ClusterLoadAssignments))
+	} else {
+		sc.Ack(resp, all...)
+	}
+	xds.WithdrawStale(p, "edge")
+	if resp := sc.Recv(); resp.GetTypeUrl() != resourcev3.ClusterType || !slices.Equal(xdstest.SotWNames(t, resp), names(v2.Clusters)) {
+		t.Errorf("after the grace period, the SotW client got %s %v, want CDS %v", resp.GetTypeUrl(), xdstest.SotWNames(t, resp), names(v2.Clusters))
+	}
+	expectDeltaRemovals(t, c, ch, "after the grace period")
+}
+
+// The per-type services serve the same groups as ADS: EDS in State of the
+// World, CDS in Delta.
+func TestPerTypeServices(t *testing.T) {
+	p, conn := startServer(t, xds.Options{})
+	_, res := translated(2, 1)
+	mustApply(t, mustOpen(t, p, "edge", xds.PublicationOptions{}), everything(res))
+	all := names(res.Clusters)
+
+	eds, err := endpointservice.NewEndpointDiscoveryServiceClient(conn).StreamEndpoints(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := eds.Send(&discoveryv3.DiscoveryRequest{Node: node("envoy-1"), ResourceNames: all}); err != nil {
+		t.Fatal(err)
+	}
+	resp, err := eds.Recv()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := xdstest.SotWNames(t, resp); resp.GetTypeUrl() != resourcev3.EndpointType || !slices.Equal(got, all) {
+		t.Errorf("EDS service: got %s %v, want %v", resp.GetTypeUrl(), got, all)
+	}
+
+	cds, err := clusterservice.NewClusterDiscoveryServiceClient(conn).DeltaClusters(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cds.Send(&discoveryv3.DeltaDiscoveryRequest{Node: node("envoy-1")}); err != nil {
+		t.Fatal(err)
+	}
+	dresp, err := cds.Recv()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := xdstest.DeltaNames(dresp); dresp.GetTypeUrl() != resourcev3.ClusterType || !slices.Equal(got, all) {
+		t.Errorf("CDS service: got %s %v, want %v", dresp.GetTypeUrl(), got, all)
+	}
+}
+
+// With Listeners, a Cluster refused by validation gets no Listener: it
+// would route to nothing.
+func TestListenersOnlyForPublishedClusters(t *testing.T) {
+	rec := newRecorder()
+	p, conn := startServer(t, xds.Options{Metrics: rec})
+	_, res := translated(2, 1)
+	ch := everything(res)
+	ch.Clusters = append(ch.Clusters, translate.Resource{Name: "extension/x/undecodable", Version: "junk", Body: []byte{0xff}})
+	mustApply(t, mustOpen(t, p, "edge", xds.PublicationOptions{Listeners: true}), ch)
+
+	c := xdstest.NewDelta(t, conn)
+	c.Send(&discoveryv3.DeltaDiscoveryRequest{Node: node("grpc-1"), TypeUrl: resourcev3.ListenerType})
+	if got, want := xdstest.DeltaNames(c.Recv()), names(res.Clusters); !slices.Equal(got, want) {
+		t.Errorf("Listeners %v, want %v", got, want)
+	}
+	if got := rec.refusedSoFar(); !slices.Equal(got, []string{"edge " + resourcev3.ClusterType + " extension/x/undecodable"}) {
+		t.Errorf("refused %v", got)
+	}
+}
+
+// expectDeltaRemovals receives and acknowledges the CDS and the EDS
+// response that follow ch, which must remove exactly ch's names and send
+// nothing else.
+func expectDeltaRemovals(t *testing.T, c *xdstest.DeltaClient, ch xds.Changes, when string) {
+	t.Helper()
+	for range 2 {
+		resp := c.Recv()
+		want := ch.RemovedClusters
+		if resp.GetTypeUrl() == resourcev3.EndpointType {
+			want = ch.RemovedClusterLoadAssignments
+		}
+		if len(resp.GetResources()) != 0 || !slices.Equal(resp.GetRemovedResources(), want) {
+			t.Errorf("%s %s: got %v removing %v, want only the removal of %v", resp.GetTypeUrl(), when, xdstest.DeltaNames(resp), resp.GetRemovedResources(), want)
+		}
+		c.Ack(resp)
+	}
+}

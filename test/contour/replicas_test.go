@@ -1,0 +1,722 @@
+package contour_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"maps"
+	"net"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	clusterv3 "github.com/envoyproxy/go-control-plane/envoy/config/cluster/v3"
+	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
+	endpointv3 "github.com/envoyproxy/go-control-plane/envoy/config/endpoint/v3"
+	resourcev3 "github.com/envoyproxy/go-control-plane/pkg/resource/v3"
+	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
+	"golang.org/x/net/dns/dnsmessage"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/connectivity"
+	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/test/bufconn"
+	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/testing/protocmp"
+
+	"github.com/tributary-dev/tributary/client"
+	"github.com/tributary-dev/tributary/client/contour"
+	tributaryv1 "github.com/tributary-dev/tributary/gen/go/tributary/v1"
+	"github.com/tributary-dev/tributary/internal/server"
+	"github.com/tributary-dev/tributary/internal/testproc"
+	"github.com/tributary-dev/tributary/internal/xdstest"
+)
+
+// startReplica runs bin serve with Sync and xDS on free loopback ports
+// until the test ends.
+func startReplica(t *testing.T, bin string) *testproc.Process {
+	t.Helper()
+	return testproc.Start(t, bin, "serve", "--address", "127.0.0.1:0", "--xds-address", "127.0.0.1:0", "--shutdown-timeout", "1s")
+}
+
+// fakeDNS answers the adapter's lookups with the addresses the test sets,
+// like DNS for a headless Service whose ready pods change.
+type fakeDNS struct {
+	mu    sync.Mutex
+	addrs []string
+}
+
+func (d *fakeDNS) set(addrs ...string) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.addrs = addrs
+}
+
+func (d *fakeDNS) resolve(context.Context) ([]string, error) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return slices.Clone(d.addrs), nil
+}
+
+// viewState is a session's view in the caches' shape.
+func viewState(v client.View) state {
+	s := state{clusters: v.Clusters, clas: v.ClusterLoadAssignments, statuses: map[string]*tributaryv1.ExtensionServiceStatus{}}
+	for n, st := range v.Statuses {
+		s.statuses[n.Namespace+"/"+n.Name] = st
+	}
+	return s
+}
+
+// TestReplicatedAdapterFailover runs two real `tributary serve` processes
+// behind a fake headless-Service lookup and feeds the adapter an informer
+// sequence. It shows that every replica converges to the same complete
+// output, that the caches get every change exactly once from one replica,
+// that killing that replica moves the caches to the other with nothing
+// delivered twice or lost, and that a replacement replica gets the full
+// state and can take over in turn.
+func TestReplicatedAdapterFailover(t *testing.T) {
+	bin := testproc.Build(t)
+	first, second := startReplica(t, bin), startReplica(t, bin)
+	// An Envoy on each replica, as Envoys connect to any of them.
+	envoys := map[string]*xdstest.Watcher{first.Address: watchXDS(t, first.XDSAddress), second.Address: watchXDS(t, second.XDSAddress)}
+	dns := &fakeDNS{}
+	dns.set(first.Address, second.Address)
+
+	logs := &testproc.Buffer{}
+	defer func() {
+		if t.Failed() {
+			t.Logf("adapter log:\n%s", logs)
+			for _, p := range []*testproc.Process{first, second} {
+				t.Logf("replica %s log:\n%s", p.Address, p.Log())
+			}
+		}
+	}()
+	logger := slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	ca1, ca2 := newCA(t, "authz CA 1"), newCA(t, "authz CA 2")
+	sink := newCaches()
+	a, err := contour.NewReplicatedAdapter(t.Context(), &contour.Config{XDSClusterName: "tributary"}, contour.ReplicaOptions{
+		AdapterOptions: contour.AdapterOptions{
+			Clusters: sink, Endpoints: sink, Statuses: sink,
+			Debounce:    -1, // every step ends with an explicit Flush
+			SyncOptions: []client.SyncOption{client.WithLogger(logger), client.WithBackoff(10*time.Millisecond, 100*time.Millisecond)},
+		},
+		Resolve:         dns.resolve,
+		ResolveInterval: 10 * time.Millisecond,
+		Logger:          logger,
+		XDSNodeGroup:    xdsNode.GetCluster(),
+		OnXDSNack: func(replica string, n *tributaryv1.XdsNack) {
+			t.Errorf("replica %s: an xDS client rejected %v: %s", replica, n.GetResourceNames(), n.GetErrorDetail())
+		},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.Close()
+
+	// step flushes and checks what the caches got: exactly wantCalls and
+	// the state want. Then every replica the adapter knows must converge to
+	// want; wantReplicas lists them.
+	step := func(name string, wantCalls []string, want state, wantReplicas ...*testproc.Process) {
+		t.Helper()
+		ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+		defer cancel()
+		if err := a.Flush(ctx); err != nil {
+			t.Fatalf("%s: Flush: %v", name, err)
+		}
+		if d := cmp.Diff(wantCalls, sink.takeCalls(), cmpopts.EquateEmpty()); d != "" {
+			t.Errorf("%s: calls (-want +got):\n%s", name, d)
+		}
+		if d := cmp.Diff(want, sink.state(), cmp.AllowUnexported(state{}), protocmp.Transform(), cmpopts.EquateEmpty()); d != "" {
+			t.Errorf("%s: caches (-want +got):\n%s", name, d)
+		}
+		var wantAddrs []string
+		for _, p := range wantReplicas {
+			wantAddrs = append(wantAddrs, p.Address)
+		}
+		slices.Sort(wantAddrs)
+		awaitReplicas(t, name, a, envoys, wantAddrs, want)
+	}
+	one := func(c *clusterv3.Cluster, cla *endpointv3.ClusterLoadAssignment, st *tributaryv1.ExtensionServiceStatus) state {
+		// Envoy fetches the endpoints from Tributary, through its
+		// bootstrap cluster "tributary".
+		eds := c.GetEdsClusterConfig().GetEdsConfig().GetApiConfigSource().GetGrpcServices()[0].GetEnvoyGrpc()
+		eds.ClusterName, eds.Authority = "tributary", "tributary"
+		return state{
+			clusters: map[string]*clusterv3.Cluster{clusterName: c},
+			clas:     map[string]*endpointv3.ClusterLoadAssignment{clusterName: cla},
+			statuses: map[string]*tributaryv1.ExtensionServiceStatus{"auth/ext-authz": st},
+		}
+	}
+
+	// The initial list.
+	stableV1 := endpointSlice("authz-stable-7x2kq", "authz-stable", pod{ip: "10.244.1.17", ready: true}, pod{ip: "10.244.2.9", ready: true})
+	canary := endpointSlice("authz-canary-p4n8d", "authz-canary", pod{ip: "10.244.2.30", ready: true})
+	a.OnAdd(authzService("authz-canary"), true)
+	a.OnAdd(extAuthz(1, 80, 20), true)
+	a.OnAdd(canary, true)
+	a.OnAdd(caSecret(ca1), true)
+	a.OnAdd(stableV1, true)
+	a.OnAdd(authzService("authz-stable"), true)
+	step("initial list", []string{
+		"clusters changed=[extension/auth/ext-authz] removed=[]",
+		"endpoints changed=[extension/auth/ext-authz] removed=[]",
+		"status auth/ext-authz True",
+	}, one(wantCluster(t, ca1),
+		wantCLA(locality{"authz-stable", 80, []string{"10.244.1.17", "10.244.2.9"}}, locality{"authz-canary", 20, []string{"10.244.2.30"}}),
+		validStatus(1)), first, second)
+
+	canaryV2 := endpointSlice("authz-canary-p4n8d", "authz-canary", pod{ip: "10.244.2.30", ready: true}, pod{ip: "10.244.1.31", ready: true})
+	a.OnUpdate(canary, canaryV2)
+	step("canary scaled up", []string{"endpoints changed=[extension/auth/ext-authz] removed=[]"},
+		one(wantCluster(t, ca1),
+			wantCLA(locality{"authz-stable", 80, []string{"10.244.1.17", "10.244.2.9"}}, locality{"authz-canary", 20, []string{"10.244.1.31", "10.244.2.30"}}),
+			validStatus(1)), first, second)
+
+	// The replica the caches follow dies; DNS still lists it for a while.
+	// The next change reaches the caches through the survivor, once.
+	primary, survivor := first, second
+	if a.Primary() == second.Address {
+		primary, survivor = second, first
+	}
+	if a.Primary() != primary.Address {
+		t.Fatalf("primary %q, want one of the replicas", a.Primary())
+	}
+	primary.Kill()
+	stableV2 := endpointSlice("authz-stable-9kd2m", "authz-stable", pod{ip: "10.244.1.40", ready: true}, pod{ip: "10.244.3.41", ready: true})
+	a.OnAdd(stableV2, false)
+	a.OnDelete(deletedFinalStateUnknown{Key: "auth/authz-stable-7x2kq", Obj: stableV1})
+	afterRollout := one(wantCluster(t, ca1),
+		wantCLA(locality{"authz-stable", 80, []string{"10.244.1.40", "10.244.3.41"}}, locality{"authz-canary", 20, []string{"10.244.1.31", "10.244.2.30"}}),
+		validStatus(1))
+	step("stable rollout with the primary dead", []string{"endpoints changed=[extension/auth/ext-authz] removed=[]"}, afterRollout)
+	if got := a.Primary(); got != survivor.Address {
+		t.Errorf("primary %q after the failover, want the survivor %s", got, survivor.Address)
+	}
+
+	// A replacement starts and DNS moves to it: it is sent the complete
+	// object set at once and converges with no Flush. The caches get
+	// nothing: their replica did not change.
+	replacement := startReplica(t, bin)
+	envoys[replacement.Address] = watchXDS(t, replacement.XDSAddress)
+	dns.set(survivor.Address, replacement.Address)
+	awaitReplicas(t, "replacement started", a, envoys, slices.Sorted(slices.Values([]string{survivor.Address, replacement.Address})), afterRollout)
+	if calls := sink.takeCalls(); len(calls) != 0 {
+		t.Errorf("calls when the replacement joined: %q", calls)
+	}
+
+	update := func(old, obj any) { a.OnUpdate(old, obj) }
+	update(extAuthz(1, 80, 20), extAuthz(2, 50, 50))
+	afterReweight := one(wantCluster(t, ca1),
+		wantCLA(locality{"authz-stable", 50, []string{"10.244.1.40", "10.244.3.41"}}, locality{"authz-canary", 50, []string{"10.244.1.31", "10.244.2.30"}}),
+		validStatus(2))
+	step("weights 50/50", []string{
+		"endpoints changed=[extension/auth/ext-authz] removed=[]",
+		"status auth/ext-authz True",
+	}, afterReweight, survivor, replacement)
+
+	// The survivor dies too: the replacement, which has followed every
+	// change, takes over.
+	survivor.Kill()
+	update(caSecret(ca1), caSecret(ca2))
+	step("CA rotated with the survivor dead", []string{"clusters changed=[extension/auth/ext-authz] removed=[]"},
+		one(wantCluster(t, ca2),
+			wantCLA(locality{"authz-stable", 50, []string{"10.244.1.40", "10.244.3.41"}}, locality{"authz-canary", 50, []string{"10.244.1.31", "10.244.2.30"}}),
+			validStatus(2)))
+	if got := a.Primary(); got != replacement.Address {
+		t.Errorf("primary %q after the second failover, want the replacement %s", got, replacement.Address)
+	}
+}
+
+// awaitReplicas waits until the adapter knows exactly the replicas at addrs,
+// each one's output is want, and each serves want's Clusters and
+// ClusterLoadAssignments to its Envoy.
+func awaitReplicas(t *testing.T, name string, a *contour.ReplicatedAdapter, envoys map[string]*xdstest.Watcher, addrs []string, want state) {
+	t.Helper()
+	if addrs == nil {
+		return
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		views := a.Views()
+		var diffs []string
+		if got := slices.Sorted(maps.Keys(views)); !slices.Equal(got, addrs) {
+			diffs = append(diffs, fmt.Sprintf("replicas %v, want %v", got, addrs))
+		}
+		for _, addr := range addrs {
+			v, ok := views[addr]
+			if !ok {
+				continue
+			}
+			if d := cmp.Diff(want, viewState(v), cmp.AllowUnexported(state{}), protocmp.Transform(), cmpopts.EquateEmpty()); d != "" {
+				diffs = append(diffs, fmt.Sprintf("replica %s (-want +got):\n%s", addr, d))
+			}
+			served, err := servedState(envoys[addr])
+			if err != nil {
+				t.Fatalf("%s: replica %s: xDS stream: %v", name, addr, err)
+			}
+			if d := cmp.Diff(servedOverXDS(want), served, cmp.AllowUnexported(state{}), protocmp.Transform(), cmpopts.EquateEmpty()); d != "" {
+				diffs = append(diffs, fmt.Sprintf("replica %s over xDS (-want +got):\n%s", addr, d))
+			}
+		}
+		if len(diffs) == 0 {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: replicas did not converge within 30s:\n%s", name, diffs)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// serveDNS answers DNS queries over UDP on loopback, as the cluster DNS
+// answers for a headless Service: the A records and the SRV records of its
+// ready pods; every other question gets an empty answer.
+func serveDNS(t *testing.T, a map[string][]net.IP, srv map[string][]net.SRV) *net.Resolver {
+	t.Helper()
+	pc, err := net.ListenPacket("udp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan struct{})
+	t.Cleanup(func() {
+		pc.Close()
+		<-done
+	})
+	go func() {
+		defer close(done)
+		buf := make([]byte, 512)
+		for {
+			n, from, err := pc.ReadFrom(buf)
+			if err != nil {
+				return
+			}
+			if resp, err := answerDNS(buf[:n], a, srv); err == nil {
+				_, _ = pc.WriteTo(resp, from)
+			}
+		}
+	}()
+	return &net.Resolver{PreferGo: true, Dial: func(ctx context.Context, _, _ string) (net.Conn, error) {
+		var d net.Dialer
+		return d.DialContext(ctx, "udp", pc.LocalAddr().String())
+	}}
+}
+
+func answerDNS(query []byte, a map[string][]net.IP, srv map[string][]net.SRV) ([]byte, error) {
+	var p dnsmessage.Parser
+	h, err := p.Start(query)
+	if err != nil {
+		return nil, err
+	}
+	q, err := p.Question()
+	if err != nil {
+		return nil, err
+	}
+	b := dnsmessage.NewBuilder(nil, dnsmessage.Header{ID: h.ID, Response: true, Authoritative: true})
+	b.EnableCompression()
+	if err := b.StartQuestions(); err != nil {
+		return nil, err
+	}
+	if err := b.Question(q); err != nil {
+		return nil, err
+	}
+	if err := b.StartAnswers(); err != nil {
+		return nil, err
+	}
+	rh := dnsmessage.ResourceHeader{Name: q.Name, Class: dnsmessage.ClassINET, TTL: 5}
+	switch q.Type {
+	case dnsmessage.TypeA:
+		for _, ip := range a[q.Name.String()] {
+			if err := b.AResource(rh, dnsmessage.AResource{A: [4]byte(ip.To4())}); err != nil {
+				return nil, err
+			}
+		}
+	case dnsmessage.TypeSRV:
+		for _, s := range srv[q.Name.String()] {
+			target, err := dnsmessage.NewName(s.Target)
+			if err != nil {
+				return nil, err
+			}
+			if err := b.SRVResource(rh, dnsmessage.SRVResource{Priority: s.Priority, Weight: s.Weight, Port: s.Port, Target: target}); err != nil {
+				return nil, err
+			}
+		}
+	}
+	return b.Finish()
+}
+
+// TestLookupReplicas resolves a headless Service through a DNS server that
+// answers like the cluster's: by port number, each pod's address with that
+// port; by port name, each pod's name and port from the SRV records.
+func TestLookupReplicas(t *testing.T) {
+	const service = "tributary-sync.tributary.svc.cluster.local."
+	r := serveDNS(t,
+		map[string][]net.IP{service: {net.ParseIP("10.244.1.7"), net.ParseIP("10.244.2.9")}},
+		map[string][]net.SRV{"_grpc._tcp." + service: {
+			{Target: "10-244-1-7.tributary-sync.tributary.svc.cluster.local.", Port: 8081, Weight: 50},
+			{Target: "10-244-2-9.tributary-sync.tributary.svc.cluster.local.", Port: 8081, Weight: 50},
+		}},
+	)
+	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+	defer cancel()
+	for _, tc := range []struct {
+		port string
+		want []string
+	}{
+		{"8081", []string{"10.244.1.7:8081", "10.244.2.9:8081"}},
+		{"grpc", []string{
+			"10-244-1-7.tributary-sync.tributary.svc.cluster.local:8081",
+			"10-244-2-9.tributary-sync.tributary.svc.cluster.local:8081",
+		}},
+	} {
+		got, err := contour.LookupReplicas(r, service, tc.port)(ctx)
+		if err != nil {
+			t.Errorf("port %s: %v", tc.port, err)
+			continue
+		}
+		slices.Sort(got)
+		if d := cmp.Diff(tc.want, got); d != "" {
+			t.Errorf("port %s (-want +got):\n%s", tc.port, d)
+		}
+	}
+	if got, err := contour.LookupReplicas(r, "missing.tributary.svc.cluster.local.", "8081")(ctx); err == nil {
+		t.Errorf("a name with no records gave %v and no error", got)
+	}
+}
+
+// xdsNode is the node an Envoy of Contour's example installation sends:
+// Contour starts it with --service-cluster $(CONTOUR_NAMESPACE).
+var xdsNode = &corev3.Node{Id: "envoy-7d9f", Cluster: "projectcontour"}
+
+// watchXDS is an Envoy's view of the xDS server at addr until the test
+// ends: one State of the World ADS stream subscribed to every Cluster and
+// to the ClusterLoadAssignment of ext-authz, ACKing each response and
+// keeping what it accepted.
+func watchXDS(t *testing.T, addr string) *xdstest.Watcher {
+	t.Helper()
+	conn, err := grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { conn.Close() })
+	return xdstest.Watch(context.Background(), t, conn, xdstest.SotW, xdsNode, map[string][]string{
+		resourcev3.ClusterType:  nil,
+		resourcev3.EndpointType: {clusterName},
+	})
+}
+
+// servedState returns the Clusters and ClusterLoadAssignments w accepted so
+// far, and the stream's error.
+func servedState(w *xdstest.Watcher) (state, error) {
+	st, err := w.State()
+	out := state{clusters: map[string]*clusterv3.Cluster{}, clas: map[string]*endpointv3.ClusterLoadAssignment{}}
+	for name, m := range st.Resources[resourcev3.ClusterType] {
+		out.clusters[name] = m.(*clusterv3.Cluster)
+	}
+	for name, m := range st.Resources[resourcev3.EndpointType] {
+		out.clas[name] = m.(*endpointv3.ClusterLoadAssignment)
+	}
+	return out, err
+}
+
+// servedOverXDS is what an xDS server that serves want's Clusters and
+// ClusterLoadAssignments on one ADS stream sends: the Clusters' EDS config
+// names that stream ("ads") instead of the translator's xDS cluster.
+func servedOverXDS(want state) state {
+	out := state{clusters: map[string]*clusterv3.Cluster{}, clas: want.clas}
+	for name, c := range want.clusters {
+		c = proto.CloneOf(c)
+		c.GetEdsClusterConfig().EdsConfig = &corev3.ConfigSource{
+			ResourceApiVersion:    corev3.ApiVersion_V3,
+			ConfigSourceSpecifier: &corev3.ConfigSource_Ads{Ads: &corev3.AggregatedConfigSource{}},
+		}
+		out.clusters[name] = c
+	}
+	return out
+}
+
+// gatedReplica is a Tributary replica on a fixed loopback address that can
+// be stopped and started again, like a pod restarting in place: each start
+// gets a new, empty server. Its Sync answers pass through a gate that can
+// hold them back, so a test can catch a reconnected session before its new
+// stream has answered.
+type gatedReplica struct {
+	t       *testing.T
+	address string
+	// Set by start, cleared by stop.
+	front, back *grpc.Server
+	backConn    *grpc.ClientConn
+	served      chan struct{}
+	// opened receives when a Sync stream opens.
+	opened chan struct{}
+}
+
+func newGatedReplica(t *testing.T) *gatedReplica {
+	r := &gatedReplica{t: t, address: "127.0.0.1:0", opened: make(chan struct{}, 100)}
+	t.Cleanup(r.stop)
+	return r
+}
+
+// start serves a new empty Tributary; with hold non-nil its Sync answers
+// wait until hold is closed.
+func (r *gatedReplica) start(hold <-chan struct{}) {
+	r.t.Helper()
+	lis, err := net.Listen("tcp", r.address)
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	if r.address != lis.Addr().String() {
+		r.address = lis.Addr().String() // only on the first start
+	}
+	r.back = server.NewGRPCServer(server.Options{Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	backLis := bufconn.Listen(1 << 20)
+	r.backConn, err = grpc.NewClient("passthrough:///backend",
+		grpc.WithContextDialer(func(ctx context.Context, _ string) (net.Conn, error) { return backLis.DialContext(ctx) }),
+		grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	r.front = grpc.NewServer()
+	tributaryv1.RegisterTranslationServiceServer(r.front, &gate{backend: tributaryv1.NewTranslationServiceClient(r.backConn), hold: hold, opened: r.opened})
+	r.served = make(chan struct{})
+	front, back := r.front, r.back
+	go func() {
+		defer close(r.served)
+		var wg sync.WaitGroup
+		wg.Go(func() { _ = back.Serve(backLis) })
+		_ = front.Serve(lis)
+		wg.Wait()
+	}()
+}
+
+// stop ends the replica and every connection to it.
+func (r *gatedReplica) stop() {
+	if r.front == nil {
+		return
+	}
+	r.front.Stop()
+	r.back.Stop()
+	<-r.served
+	r.backConn.Close()
+	r.front, r.back = nil, nil
+}
+
+// gate relays Sync streams to a backend, holding the answers back until
+// hold is closed.
+type gate struct {
+	tributaryv1.UnimplementedTranslationServiceServer
+	backend tributaryv1.TranslationServiceClient
+	hold    <-chan struct{}
+	opened  chan<- struct{}
+}
+
+func (g *gate) Sync(down grpc.BidiStreamingServer[tributaryv1.SyncRequest, tributaryv1.SyncResponse]) error {
+	up, err := g.backend.Sync(down.Context())
+	if err != nil {
+		return err
+	}
+	select {
+	case g.opened <- struct{}{}:
+	default:
+	}
+	go func() {
+		for {
+			req, err := down.Recv()
+			if err != nil {
+				_ = up.CloseSend()
+				return
+			}
+			if up.Send(req) != nil {
+				return
+			}
+		}
+	}()
+	for {
+		resp, err := up.Recv()
+		if errors.Is(err, io.EOF) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		if g.hold != nil {
+			select {
+			case <-g.hold:
+			case <-down.Context().Done():
+				return down.Context().Err()
+			}
+		}
+		if err := down.Send(resp); err != nil {
+			return err
+		}
+	}
+}
+
+// TestReplicatedAdapterRejoinsUpToDate: a replica that was down while
+// changes were made and has just reconnected still shows its old output
+// until its new stream answers. When the primary fails at that moment, the
+// caches must not be moved to that old output (which would undo changes
+// they already have); they wait, and get the current output once the
+// replica has answered.
+func TestReplicatedAdapterRejoinsUpToDate(t *testing.T) {
+	one, two := newGatedReplica(t), newGatedReplica(t)
+	one.start(nil)
+	two.start(nil)
+	addrs := []string{one.address, two.address}
+	logs := &testproc.Buffer{}
+	defer func() {
+		if t.Failed() {
+			t.Logf("adapter log:\n%s", logs)
+		}
+	}()
+	logger := slog.New(slog.NewTextHandler(logs, nil))
+	sink := newCaches()
+	a, err := contour.NewReplicatedAdapter(t.Context(), nil, contour.ReplicaOptions{
+		AdapterOptions: contour.AdapterOptions{
+			Clusters: sink, Endpoints: sink, Statuses: sink,
+			Debounce:    -1,
+			SyncOptions: []client.SyncOption{client.WithLogger(logger), client.WithBackoff(10*time.Millisecond, 50*time.Millisecond)},
+		},
+		Resolve:         func(context.Context) ([]string, error) { return slices.Clone(addrs), nil },
+		ResolveInterval: 10 * time.Millisecond,
+		Logger:          logger,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.Close()
+	flush := func(name string) {
+		t.Helper()
+		ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+		defer cancel()
+		if err := a.Flush(ctx); err != nil {
+			t.Fatalf("%s: Flush: %v", name, err)
+		}
+	}
+
+	es := extAuthz(1, 80, 20)
+	es.Spec.UpstreamValidation = nil
+	canary := endpointSlice("authz-canary-p4n8d", "authz-canary", pod{ip: "10.244.2.30", ready: true})
+	for _, obj := range []any{es, authzService("authz-stable"), authzService("authz-canary"), canary,
+		endpointSlice("authz-stable-7x2kq", "authz-stable", pod{ip: "10.244.1.17", ready: true})} {
+		a.OnAdd(obj, true)
+	}
+	flush("initial list")
+	if calls := sink.takeCalls(); len(calls) != 3 {
+		t.Fatalf("initial list: calls %q, want a Cluster, a ClusterLoadAssignment and a status", calls)
+	}
+	primary, lagging := one, two
+	if a.Primary() == two.address {
+		primary, lagging = two, one
+	}
+
+	// The other replica goes down and misses a change.
+	lagging.stop()
+	a.OnUpdate(canary, endpointSlice("authz-canary-p4n8d", "authz-canary", pod{ip: "10.244.2.30", ready: true}, pod{ip: "10.244.1.31", ready: true}))
+	flush("canary scaled up")
+	if d := cmp.Diff([]string{"endpoints changed=[extension/auth/ext-authz] removed=[]"}, sink.takeCalls()); d != "" {
+		t.Errorf("canary scaled up: calls (-want +got):\n%s", d)
+	}
+
+	// It comes back, its session reconnects, and its answers are held;
+	// then the primary fails.
+	hold := make(chan struct{})
+	for len(lagging.opened) > 0 {
+		<-lagging.opened
+	}
+	lagging.start(hold)
+	select {
+	case <-lagging.opened:
+	case <-time.After(30 * time.Second):
+		t.Fatal("the session did not reconnect within 30s")
+	}
+	primary.stop()
+	awaitReplicaState(t, a, lagging.address, connectivity.Ready)
+	awaitReplicaState(t, a, primary.address, connectivity.Idle, connectivity.Connecting, connectivity.TransientFailure)
+	// Nothing can answer while the answers are held, so this Flush must
+	// run out of time; it checks the primary first.
+	ctx, cancel := context.WithTimeout(t.Context(), 100*time.Millisecond)
+	err = a.Flush(ctx)
+	cancel()
+	if !errors.Is(err, context.DeadlineExceeded) {
+		t.Errorf("Flush with no current replica: %v, want the deadline's error", err)
+	}
+	if got := a.Primary(); got != "" {
+		t.Errorf("primary %q while its session has not answered since it reconnected, want none", got)
+	}
+	if calls := sink.takeCalls(); len(calls) != 0 {
+		t.Errorf("calls after the failover to a replica that had not answered: %q", calls)
+	}
+
+	// A change is made; the held answers are let through: the caches get
+	// exactly that change.
+	reweighted := extAuthz(2, 50, 50)
+	reweighted.Spec.UpstreamValidation = nil
+	a.OnUpdate(es, reweighted)
+	close(hold)
+	flush("weights 50/50")
+	if d := cmp.Diff([]string{
+		"endpoints changed=[extension/auth/ext-authz] removed=[]",
+		"status auth/ext-authz True",
+	}, sink.takeCalls()); d != "" {
+		t.Errorf("weights 50/50: calls (-want +got):\n%s", d)
+	}
+	if got := a.Primary(); got != lagging.address {
+		t.Errorf("primary %q, want the replica that came back, %s", got, lagging.address)
+	}
+	cla := sink.state().clas[clusterName]
+	var got []string
+	for _, l := range cla.GetEndpoints() {
+		got = append(got, fmt.Sprintf("%s weight %d, %d endpoints", l.GetLocality().GetSubZone(), l.GetLoadBalancingWeight().GetValue(), len(l.GetLbEndpoints())))
+	}
+	if d := cmp.Diff([]string{"auth/authz-stable/9001 weight 50, 1 endpoints", "auth/authz-canary/9001 weight 50, 2 endpoints"}, got); d != "" {
+		t.Errorf("ClusterLoadAssignment in the caches (-want +got):\n%s", d)
+	}
+}
+
+// awaitReplicaState waits until the adapter reports the connection to the
+// replica at addr in one of states.
+func awaitReplicaState(t *testing.T, a *contour.ReplicatedAdapter, addr string, states ...connectivity.State) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		for _, r := range a.Replicas() {
+			if r.Address == addr && slices.Contains(states, r.State) {
+				return
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("replica %s not in %v within 30s: %+v", addr, states, a.Replicas())
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// TestReplicatedAdapterNothingToSync: with no object at all a session
+// opens no stream, yet its replica must be reachable and current, so the
+// first Flush returns.
+func TestReplicatedAdapterNothingToSync(t *testing.T) {
+	r := newGatedReplica(t)
+	r.start(nil)
+	addr := r.address
+	a, err := contour.NewReplicatedAdapter(t.Context(), nil, contour.ReplicaOptions{
+		AdapterOptions:  contour.AdapterOptions{Debounce: -1},
+		Resolve:         func(context.Context) ([]string, error) { return []string{addr}, nil },
+		ResolveInterval: 10 * time.Millisecond,
+		Logger:          slog.New(slog.NewTextHandler(io.Discard, nil)),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.Close()
+	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+	defer cancel()
+	if err := a.Flush(ctx); err != nil {
+		t.Fatalf("Flush: %v", err)
+	}
+	if got := a.Replicas(); len(got) != 1 || !got[0].Primary || !got[0].Current || got[0].State != connectivity.Ready {
+		t.Errorf("replicas %+v, want the one, Ready, current and primary", got)
+	}
+}

@@ -1,0 +1,289 @@
+package deploy
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+)
+
+// The tests here hold the manifests to the binary they deploy: the
+// Deployment's arguments must be flags `tributary serve` has, and the
+// binary, started with exactly those arguments, must answer the probes.
+
+var built struct {
+	once       sync.Once
+	path, temp string
+	err        error
+}
+
+// tributaryBinary returns $TRIBUTARY_BIN (make deploy-test passes
+// bin/tributary), or a binary built once from this repository.
+func tributaryBinary(t *testing.T) string {
+	t.Helper()
+	built.once.Do(func() {
+		if p := os.Getenv("TRIBUTARY_BIN"); p != "" {
+			built.path = p
+			return
+		}
+		built.temp, built.err = os.MkdirTemp("", "deploy-test-")
+		if built.err != nil {
+			return
+		}
+		built.path = filepath.Join(built.temp, "tributary")
+		cmd := exec.Command("go", "build", "-o", built.path, "./cmd/tributary")
+		cmd.Dir = "../.."
+		if out, err := cmd.CombinedOutput(); err != nil {
+			built.err = fmt.Errorf("go build ./cmd/tributary: %w\n%s", err, out)
+		}
+	})
+	if built.err != nil {
+		t.Fatal(built.err)
+	}
+	return built.path
+}
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if built.temp != "" {
+		_ = os.RemoveAll(built.temp)
+	}
+	os.Exit(code)
+}
+
+// flagLine matches a flag in the flag package's usage output ("  -address host:port").
+var flagLine = regexp.MustCompile(`(?m)^  -([a-z0-9][a-z0-9-]*)\b`)
+
+// serveFlags returns the names of the flags `tributary serve -h` lists.
+func serveFlags(t *testing.T) map[string]bool {
+	t.Helper()
+	var stdout, stderr bytes.Buffer
+	cmd := exec.Command(tributaryBinary(t), "serve", "-h")
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("tributary serve -h: %v\n%s", err, stderr.String())
+	}
+	flags := map[string]bool{}
+	for _, m := range flagLine.FindAllStringSubmatch(stdout.String()+stderr.String(), -1) {
+		flags[m[1]] = true
+	}
+	if !flags["address"] || !flags["log-level"] {
+		t.Fatalf("tributary serve -h lists %v; the parser no longer understands its output:\n%s", flags, stderr.String())
+	}
+	return flags
+}
+
+// serveArgs returns the tributary container's flags, by name, failing the
+// test unless its arguments are "serve" and then --name=value flags, each
+// given once.
+func serveArgs(t *testing.T, d *appsv1.Deployment) map[string]string {
+	t.Helper()
+	c := container(t, d)
+	if len(c.Command) > 0 {
+		t.Errorf("the container sets command %q; the image's entrypoint is the binary", c.Command)
+	}
+	if len(c.Args) == 0 || c.Args[0] != "serve" {
+		t.Fatalf("container args %q do not start with serve", c.Args)
+	}
+	flags := map[string]string{}
+	for _, arg := range c.Args[1:] {
+		name, value, ok := strings.Cut(strings.TrimPrefix(arg, "--"), "=")
+		if !strings.HasPrefix(arg, "--") || !ok {
+			t.Errorf("container arg %q is not of the form --name=value", arg)
+			continue
+		}
+		if _, dup := flags[name]; dup {
+			t.Errorf("--%s is given twice", name)
+		}
+		flags[name] = value
+	}
+	return flags
+}
+
+func TestContainerArgsAreServeFlags(t *testing.T) {
+	known := serveFlags(t)
+	eachBuild(t, func(t *testing.T, objs []object) {
+		d := one[*appsv1.Deployment](t, objs, "tributary")
+		for name := range serveArgs(t, d) {
+			if !known[name] {
+				t.Errorf("--%s is not a flag of tributary serve", name)
+			}
+		}
+	})
+}
+
+// TestContainerArgsListen checks the listen addresses against the ports:
+// a port the container declares but the binary does not listen on (or a
+// loopback address, the binary's default) leaves every Service empty.
+func TestContainerArgsListen(t *testing.T) {
+	eachBuild(t, func(t *testing.T, objs []object) {
+		d := one[*appsv1.Deployment](t, objs, "tributary")
+		c := container(t, d)
+		args := serveArgs(t, d)
+		for flag, port := range map[string]string{"address": "grpc", "xds-address": "xds", "metrics-address": "metrics"} {
+			number, ok := containerPort(c, port)
+			if !ok {
+				t.Errorf("the container has no port %s", port)
+				continue
+			}
+			if want := fmt.Sprintf("0.0.0.0:%d", number); args[flag] != want {
+				t.Errorf("--%s=%s; want %s, every interface on the %s port", flag, args[flag], want, port)
+			}
+		}
+		// The kubelet sends SIGKILL after the grace period; Tributary's own
+		// drain must end before that.
+		timeout, err := time.ParseDuration(args["shutdown-timeout"])
+		if err != nil {
+			t.Fatalf("--shutdown-timeout: %v", err)
+		}
+		if grace := time.Duration(deref(d.Spec.Template.Spec.TerminationGracePeriodSeconds)) * time.Second; grace <= timeout {
+			t.Errorf("terminationGracePeriodSeconds %s is not longer than --shutdown-timeout %s", grace, timeout)
+		}
+	})
+}
+
+// TestContainerArgsTLSFiles checks that the TLS flags name the files of
+// the mounted Secret, under the keys a kubernetes.io/tls Secret (and
+// cert-manager) uses.
+func TestContainerArgsTLSFiles(t *testing.T) {
+	eachBuild(t, func(t *testing.T, objs []object) {
+		d := one[*appsv1.Deployment](t, objs, "tributary")
+		c := container(t, d)
+		args := serveArgs(t, d)
+		for flag, key := range map[string]string{"tls-cert-file": "tls.crt", "tls-key-file": "tls.key", "tls-client-ca-file": "ca.crt"} {
+			path, ok := args[flag]
+			if !ok {
+				t.Errorf("--%s is not set: the gRPC and xDS ports would accept anyone", flag)
+				continue
+			}
+			dir, file := filepath.Split(path)
+			if file != key {
+				t.Errorf("--%s=%s; want the Secret key %s", flag, path, key)
+			}
+			mount := mountAt(c, filepath.Clean(dir))
+			if mount == nil {
+				t.Errorf("--%s=%s is not in a mounted volume", flag, path)
+				continue
+			}
+			if !mount.ReadOnly || mount.SubPath != "" {
+				t.Errorf("volume mount %s: want read-only and no subPath (a subPath never sees a rotated Secret)", mount.Name)
+			}
+			if v := volume(d, mount.Name); v == nil || v.Secret == nil || v.Secret.SecretName != "tributary-tls" {
+				t.Errorf("--%s=%s is not in the tributary-tls Secret", flag, path)
+			} else if mode := deref(v.Secret.DefaultMode); mode&0o007 != 0 {
+				t.Errorf("Secret volume mode %#o lets any user read the private key", mode)
+			}
+		}
+	})
+}
+
+// TestContainerArgsServe starts the binary with the Deployment's own
+// arguments (loopback addresses on ports the kernel picks, and generated
+// TLS files in place of the Secret's) and asks its probe endpoints what the
+// kubelet would. It ends with SIGTERM, which must stop it cleanly.
+func TestContainerArgsServe(t *testing.T) {
+	bin := tributaryBinary(t)
+	eachBuild(t, func(t *testing.T, objs []object) {
+		d := one[*appsv1.Deployment](t, objs, "tributary")
+		c := container(t, d)
+		tlsDir := writeTLSFiles(t)
+		var args []string
+		ports := map[string]string{}
+		for _, arg := range c.Args {
+			args = append(args, rewriteArg(arg, tlsDir, ports))
+		}
+		proc := start(t, bin, args...)
+		listenedAddresses(t, proc, ports)
+
+		metrics := ports["metrics-address"]
+		for _, p := range []struct{ name, path string }{
+			{"readiness", c.ReadinessProbe.HTTPGet.Path},
+			{"liveness", c.LivenessProbe.HTTPGet.Path},
+		} {
+			if err := waitForOK("http://"+metrics+p.path, proc); err != nil {
+				t.Fatalf("%s probe: %v", p.name, err)
+			}
+		}
+		// The TLS flags are in effect on both gRPC ports: Contour gets into
+		// the Sync port and Envoy into the xDS port, and where the
+		// Deployment sets allowlists, neither gets into the other's.
+		flags := serveArgs(t, d)
+		for _, p := range []struct{ port, allowlist, identity, other string }{
+			{"address", "tls-allowed-client-sans", "contour", "envoy"},
+			{"xds-address", "xds-tls-allowed-client-sans", "envoy", "contour"},
+		} {
+			var refused []string
+			if _, ok := flags[p.allowlist]; ok {
+				refused = append(refused, p.other)
+			}
+			checkMutualTLS(t, ports[p.port], tlsDir, p.identity, refused...)
+		}
+
+		if err := proc.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+			t.Fatal(err)
+		}
+		<-proc.done
+		if err := proc.err; err != nil {
+			var exit *exec.ExitError
+			if errors.As(err, &exit) {
+				t.Errorf("tributary exited with %d after the signal, want 0", exit.ExitCode())
+			} else {
+				t.Error(err)
+			}
+		}
+	})
+}
+
+// TestSessionLimitsFitMemory checks that the sessions the Deployment
+// allows, each at its byte limit, fit in the container's memory limit with
+// a fifth left for the xDS caches and the runtime: otherwise the kernel,
+// not the server's own limit, refuses the last session, and takes every
+// other session down with it.
+func TestSessionLimitsFitMemory(t *testing.T) {
+	eachBuild(t, func(t *testing.T, objs []object) {
+		d := one[*appsv1.Deployment](t, objs, "tributary")
+		args := serveArgs(t, d)
+		sessions, err := strconv.ParseInt(args["max-sessions"], 10, 64)
+		if err != nil {
+			t.Fatalf("--max-sessions=%q: %v (the default allows far more sessions than any pod holds)", args["max-sessions"], err)
+		}
+		perSession, err := parseByteSize(args["max-session-bytes"])
+		if err != nil {
+			t.Fatalf("--max-session-bytes=%q: %v", args["max-session-bytes"], err)
+		}
+		limit, ok := container(t, d).Resources.Limits[corev1.ResourceMemory]
+		if !ok {
+			t.Fatal("no memory limit")
+		}
+		if total := sessions * perSession; total*5 > limit.Value()*4 {
+			t.Errorf("%d sessions of %d bytes need %d bytes, over 80%% of the %s memory limit", sessions, perSession, total, limit.String())
+		}
+	})
+}
+
+// parseByteSize reads a size as the binary's size flags take it: bytes, or
+// a number with a KiB, MiB or GiB suffix.
+func parseByteSize(s string) (int64, error) {
+	for _, u := range []struct {
+		suffix string
+		size   int64
+	}{{"GiB", 1 << 30}, {"MiB", 1 << 20}, {"KiB", 1 << 10}} {
+		if n, ok := strings.CutSuffix(s, u.suffix); ok {
+			v, err := strconv.ParseInt(n, 10, 64)
+			return v * u.size, err
+		}
+	}
+	return strconv.ParseInt(s, 10, 64)
+}
