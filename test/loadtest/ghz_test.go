@@ -8,11 +8,9 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/tributary-dev/tributary/internal/testproc"
 	"github.com/tributary-dev/tributary/test/loadtest/ghzreport"
 )
-
-// ghzPath is where `make tools` installs ghz.
-const ghzPath = "../../bin/ghz"
 
 // TestGHZTranslate loads Translate with the real ghz for two seconds, four
 // calls in flight, sending examples/translate-request.json as
@@ -21,13 +19,9 @@ const ghzPath = "../../bin/ghz"
 // ghz's). The numbers are logged, not judged: BENCHMARKS.md records those
 // of a longer `make load`.
 func TestGHZTranslate(t *testing.T) {
-	ghz, err := filepath.Abs(ghzPath)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := os.Stat(ghz); err != nil {
-		t.Fatalf("ghz is not installed at %s: run `make tools` first (%v)", ghz, err)
-	}
+	// bin/ghz, from `make tools`: without it the test skips, unless CI is
+	// set.
+	ghz := testproc.Tool(t, "ghz")
 	srv := startServer(t, nil)
 	ctx, cancel := context.WithTimeout(t.Context(), hangGuard)
 	defer cancel()
