@@ -178,6 +178,8 @@ func (c *cache) groupStatus(versions bool) []GroupStatus {
 			}
 			s.Types = append(s.Types, ts)
 		}
+		// g.types is a map: its order is random.
+		slices.SortFunc(s.Types, func(a, b GroupTypeStatus) int { return strings.Compare(a.TypeURL, b.TypeURL) })
 		out = append(out, s)
 	}
 	slices.SortFunc(out, func(a, b GroupStatus) int { return strings.Compare(a.Name, b.Name) })
