@@ -1,0 +1,124 @@
+package xds_test
+
+import (
+	"errors"
+	"slices"
+	"testing"
+	"time"
+
+	discoveryv3 "github.com/envoyproxy/go-control-plane/envoy/service/discovery/v3"
+	resourcev3 "github.com/envoyproxy/go-control-plane/pkg/resource/v3"
+
+	"github.com/tributary-dev/tributary/internal/source"
+	"github.com/tributary-dev/tributary/internal/translate"
+	"github.com/tributary-dev/tributary/internal/xds"
+	"github.com/tributary-dev/tributary/internal/xdstest"
+)
+
+// When a Publication closes, its resources are withdrawn after the grace
+// period: a Delta client sees them removed.
+func TestWithdrawAfterGrace(t *testing.T) {
+	p, conn := startServer(t, xds.Options{WithdrawGrace: 1}) // 1ns: at once, but through the timer
+	_, v1 := translated(2, 1)
+	pub, err := p.Open("edge", xds.PublicationOptions{Listeners: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	mustApply(t, pub, everything(v1))
+	all := names(v1.Clusters)
+
+	c := xdstest.NewDelta(t, conn)
+	types := []string{resourcev3.ClusterType, resourcev3.EndpointType, resourcev3.ListenerType}
+	for _, typ := range types {
+		c.Send(&discoveryv3.DeltaDiscoveryRequest{Node: node("envoy-1"), TypeUrl: typ})
+		resp := c.Recv()
+		if got := xdstest.DeltaNames(resp); !slices.Equal(got, all) {
+			t.Fatalf("%s: got %v, want %v", typ, got, all)
+		}
+		c.Ack(resp)
+	}
+	pub.Close()
+	removed := map[string][]string{}
+	for range types {
+		resp := c.Recv()
+		removed[resp.GetTypeUrl()] = slices.Sorted(slices.Values(resp.GetRemovedResources()))
+		c.Ack(resp)
+	}
+	for _, typ := range types {
+		if !slices.Equal(removed[typ], all) {
+			t.Errorf("%s: withdrew %v, want %v", typ, removed[typ], all)
+		}
+	}
+}
+
+// A session that reconnects within the grace period and publishes the same
+// resources changes nothing for the clients; what it no longer publishes is
+// withdrawn when the grace period ends. A newer Publication supersedes a
+// live one.
+func TestTakeoverWithinGrace(t *testing.T) {
+	p, conn := startServer(t, xds.Options{WithdrawGrace: time.Hour})
+	objs, v1 := translated(3, 1)
+	old := mustOpen(t, p, "edge", xds.PublicationOptions{})
+	mustApply(t, old, everything(v1))
+	all := names(v1.Clusters)
+
+	c := xdstest.NewDelta(t, conn)
+	c.Send(&discoveryv3.DeltaDiscoveryRequest{Node: node("envoy-1"), TypeUrl: resourcev3.ClusterType})
+	c.Ack(c.Recv())
+	c.Send(&discoveryv3.DeltaDiscoveryRequest{TypeUrl: resourcev3.EndpointType, ResourceNamesSubscribe: all})
+	c.Ack(c.Recv())
+	// A State-of-the-World client too: its versions are per response, so
+	// only the Publisher's skipping of unchanged resources keeps it quiet.
+	sc := xdstest.NewSotW(t, conn)
+	sc.Send(&discoveryv3.DiscoveryRequest{Node: node("envoy-2"), TypeUrl: resourcev3.ClusterType})
+	sc.Ack(sc.Recv())
+	sc.Send(&discoveryv3.DiscoveryRequest{TypeUrl: resourcev3.EndpointType, ResourceNames: all})
+	sc.Ack(sc.Recv(), all...)
+
+	superseded := make(chan struct{})
+	old2, err := p.Open("edge-2", xds.PublicationOptions{OnSuperseded: func() { close(superseded) }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer old2.Close()
+	if _, err := p.Open("edge-2", xds.PublicationOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	<-superseded
+	if err := old2.Apply(everything(v1)); !errors.Is(err, xds.ErrSuperseded) {
+		t.Errorf("Apply of a superseded Publication: got %v, want ErrSuperseded", err)
+	}
+
+	// The new session holds one ExtensionService fewer and one moved
+	// endpoint: its full state republishes two resources unchanged.
+	objs.ExtensionServices = objs.ExtensionServices[:2]
+	moveEndpoint(objs, 0, "10.200.0.4")
+	v2 := translate.Translate(objs, source.Settings{})
+	renewed, err := p.Open("edge", xds.PublicationOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(renewed.Close)
+	mustApply(t, renewed, everything(v2))
+	old.Close() // after the takeover, closing the old one changes nothing
+
+	ch := changes(v1, v2)
+	// Only the moved endpoint's ClusterLoadAssignment is sent, then,
+	// once the grace period ends, the removal of the dropped
+	// ExtensionService's resources.
+	resp := c.Recv()
+	if got := xdstest.DeltaNames(resp); resp.GetTypeUrl() != resourcev3.EndpointType || !slices.Equal(got, names(ch.ClusterLoadAssignments)) {
+		t.Fatalf("after the takeover, got %s %v, want EDS %v", resp.GetTypeUrl(), got, names(ch.ClusterLoadAssignments))
+	}
+	c.Ack(resp)
+	if resp := sc.Recv(); resp.GetTypeUrl() != resourcev3.EndpointType || !slices.Equal(xdstest.SotWNames(t, resp), names(ch.ClusterLoadAssignments)) {
+		t.Fatalf("after the takeover, the SotW client got %s %v, want EDS %v", resp.GetTypeUrl(), xdstest.SotWNames(t, resp), names(ch.ClusterLoadAssignments))
+	} else {
+		sc.Ack(resp, all...)
+	}
+	xds.WithdrawStale(p, "edge")
+	if resp := sc.Recv(); resp.GetTypeUrl() != resourcev3.ClusterType || !slices.Equal(xdstest.SotWNames(t, resp), names(v2.Clusters)) {
+		t.Errorf("after the grace period, the SotW client got %s %v, want CDS %v", resp.GetTypeUrl(), xdstest.SotWNames(t, resp), names(v2.Clusters))
+	}
+	expectDeltaRemovals(t, c, ch, "after the grace period")
+}
