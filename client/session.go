@@ -1,7 +1,6 @@
 package client
 
 import (
-	"cmp"
 	"context"
 	"log/slog"
 	"maps"
@@ -11,42 +10,14 @@ import (
 	endpointv3 "github.com/envoyproxy/go-control-plane/envoy/config/endpoint/v3"
 	"google.golang.org/protobuf/proto"
 
+	"github.com/tributary-dev/tributary/client/internal/objectkind"
 	tributaryv1 "github.com/tributary-dev/tributary/gen/go/tributary/v1"
 )
-
-// objectKey identifies an input object within a session.
-type objectKey struct {
-	kind            tributaryv1.ObjectKind
-	namespace, name string
-}
-
-func compareKeys(a, b objectKey) int {
-	return cmp.Or(cmp.Compare(a.kind, b.kind), cmp.Compare(a.namespace, b.namespace), cmp.Compare(a.name, b.name))
-}
 
 // Reference returns the reference that deletes obj: its kind, namespace and
 // name. An object of no kind gets OBJECT_KIND_UNSPECIFIED.
 func Reference(obj *tributaryv1.KubernetesObject) *tributaryv1.ObjectReference {
-	k := keyOf(obj)
-	return &tributaryv1.ObjectReference{Kind: k.kind, Namespace: k.namespace, Name: k.name}
-}
-
-func keyOf(obj *tributaryv1.KubernetesObject) objectKey {
-	var kind tributaryv1.ObjectKind
-	var meta *tributaryv1.ObjectMeta
-	switch o := obj.GetKind().(type) {
-	case *tributaryv1.KubernetesObject_ExtensionService:
-		kind, meta = tributaryv1.ObjectKind_OBJECT_KIND_EXTENSION_SERVICE, o.ExtensionService.GetMetadata()
-	case *tributaryv1.KubernetesObject_Service:
-		kind, meta = tributaryv1.ObjectKind_OBJECT_KIND_SERVICE, o.Service.GetMetadata()
-	case *tributaryv1.KubernetesObject_EndpointSlice:
-		kind, meta = tributaryv1.ObjectKind_OBJECT_KIND_ENDPOINT_SLICE, o.EndpointSlice.GetMetadata()
-	case *tributaryv1.KubernetesObject_Secret:
-		kind, meta = tributaryv1.ObjectKind_OBJECT_KIND_SECRET, o.Secret.GetMetadata()
-	case *tributaryv1.KubernetesObject_TlsCertificateDelegation:
-		kind, meta = tributaryv1.ObjectKind_OBJECT_KIND_TLS_CERTIFICATE_DELEGATION, o.TlsCertificateDelegation.GetMetadata()
-	}
-	return objectKey{kind: kind, namespace: meta.GetNamespace(), name: meta.GetName()}
+	return objectkind.KeyOf(obj).Reference()
 }
 
 // batch is a SyncBatch the session sent and has no answer for yet.
@@ -57,7 +28,7 @@ type batch struct {
 	resend bool
 	// changes maps each object the batch changes to its new value, nil for
 	// a delete.
-	changes map[objectKey]*tributaryv1.KubernetesObject
+	changes map[objectkind.Key]*tributaryv1.KubernetesObject
 	// waiters are the Flush calls whose changes the batch carries.
 	waiters []chan<- error
 }
@@ -102,12 +73,12 @@ type SyncSession struct {
 
 	mu sync.Mutex
 	// desired is every object the caller upserted and did not delete.
-	desired map[objectKey]*tributaryv1.KubernetesObject
+	desired map[objectkind.Key]*tributaryv1.KubernetesObject
 	// acked is the server's objects as far as its answers say: the objects
 	// of every accepted batch.
-	acked map[objectKey]*tributaryv1.KubernetesObject
+	acked map[objectkind.Key]*tributaryv1.KubernetesObject
 	// pending holds the keys changed in desired since they were last sent.
-	pending map[objectKey]struct{}
+	pending map[objectkind.Key]struct{}
 	// waiters are the Flush calls waiting for pending to be sent and answered.
 	waiters  []chan<- error
 	inflight *batch
@@ -134,9 +105,9 @@ func (c *Client) Sync(ctx context.Context, settings *tributaryv1.Settings, opts 
 		cancel:   cancel,
 		done:     make(chan struct{}),
 		wake:     make(chan struct{}, 1),
-		desired:  map[objectKey]*tributaryv1.KubernetesObject{},
-		acked:    map[objectKey]*tributaryv1.KubernetesObject{},
-		pending:  map[objectKey]struct{}{},
+		desired:  map[objectkind.Key]*tributaryv1.KubernetesObject{},
+		acked:    map[objectkind.Key]*tributaryv1.KubernetesObject{},
+		pending:  map[objectkind.Key]struct{}{},
 		out:      newOutput(),
 	}
 	go s.run(ctx)
@@ -151,7 +122,7 @@ func (s *SyncSession) Upsert(objs ...*tributaryv1.KubernetesObject) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for _, obj := range objs {
-		k := keyOf(obj)
+		k := objectkind.KeyOf(obj)
 		if cur, ok := s.desired[k]; ok && proto.Equal(cur, obj) {
 			continue
 		}
@@ -166,7 +137,7 @@ func (s *SyncSession) Delete(refs ...*tributaryv1.ObjectReference) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for _, ref := range refs {
-		k := objectKey{kind: ref.GetKind(), namespace: ref.GetNamespace(), name: ref.GetName()}
+		k := objectkind.KeyOfReference(ref)
 		if _, ok := s.desired[k]; !ok {
 			continue
 		}

@@ -15,6 +15,7 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
+	"github.com/tributary-dev/tributary/client/internal/objectkind"
 	tributaryv1 "github.com/tributary-dev/tributary/gen/go/tributary/v1"
 )
 
@@ -208,7 +209,7 @@ func (s *SyncSession) resendBatch() *tributaryv1.SyncRequest {
 	}
 	s.lastID++
 	s.inflight = &batch{id: s.lastID, resend: true}
-	keys := slices.SortedFunc(maps.Keys(s.acked), compareKeys)
+	keys := slices.SortedFunc(maps.Keys(s.acked), objectkind.Compare)
 	b := &tributaryv1.SyncBatch{Id: s.lastID, Upserts: make([]*tributaryv1.KubernetesObject, len(keys))}
 	for i, k := range keys {
 		b.Upserts[i] = s.acked[k]
@@ -224,10 +225,10 @@ func (s *SyncSession) nextBatch() *tributaryv1.SyncRequest {
 	if s.inflight != nil || len(s.waiters) == 0 {
 		return nil
 	}
-	b := &batch{changes: make(map[objectKey]*tributaryv1.KubernetesObject, len(s.pending)), waiters: s.waiters}
+	b := &batch{changes: make(map[objectkind.Key]*tributaryv1.KubernetesObject, len(s.pending)), waiters: s.waiters}
 	s.waiters = nil
 	msg := &tributaryv1.SyncBatch{}
-	for _, k := range slices.SortedFunc(maps.Keys(s.pending), compareKeys) {
+	for _, k := range slices.SortedFunc(maps.Keys(s.pending), objectkind.Compare) {
 		obj, desired := s.desired[k]
 		acked, held := s.acked[k]
 		switch {
@@ -236,7 +237,7 @@ func (s *SyncSession) nextBatch() *tributaryv1.SyncRequest {
 			msg.Upserts = append(msg.Upserts, obj)
 			b.changes[k] = obj
 		case held:
-			msg.Deletes = append(msg.Deletes, &tributaryv1.ObjectReference{Kind: k.kind, Namespace: k.namespace, Name: k.name})
+			msg.Deletes = append(msg.Deletes, k.Reference())
 			b.changes[k] = nil
 		}
 	}

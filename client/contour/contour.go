@@ -14,10 +14,6 @@
 package contour
 
 import (
-	contour_v1 "github.com/projectcontour/contour/apis/projectcontour/v1"
-	contour_v1alpha1 "github.com/projectcontour/contour/apis/projectcontour/v1alpha1"
-	core_v1 "k8s.io/api/core/v1"
-	discovery_v1 "k8s.io/api/discovery/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 
 	tributaryv1 "github.com/tributary-dev/tributary/gen/go/tributary/v1"
@@ -28,26 +24,9 @@ import (
 // kind), so a caller can hand it everything it watches and keep what comes
 // back.
 func Object(obj runtime.Object) (*tributaryv1.KubernetesObject, bool) {
-	switch o := obj.(type) {
-	case *contour_v1alpha1.ExtensionService:
-		if o != nil {
-			return &tributaryv1.KubernetesObject{Kind: &tributaryv1.KubernetesObject_ExtensionService{ExtensionService: ExtensionService(o)}}, true
-		}
-	case *core_v1.Service:
-		if o != nil {
-			return &tributaryv1.KubernetesObject{Kind: &tributaryv1.KubernetesObject_Service{Service: Service(o)}}, true
-		}
-	case *discovery_v1.EndpointSlice:
-		if o != nil {
-			return &tributaryv1.KubernetesObject{Kind: &tributaryv1.KubernetesObject_EndpointSlice{EndpointSlice: EndpointSlice(o)}}, true
-		}
-	case *core_v1.Secret:
-		if o != nil {
-			return &tributaryv1.KubernetesObject{Kind: &tributaryv1.KubernetesObject_Secret{Secret: Secret(o)}}, true
-		}
-	case *contour_v1.TLSCertificateDelegation:
-		if o != nil {
-			return &tributaryv1.KubernetesObject{Kind: &tributaryv1.KubernetesObject_TlsCertificateDelegation{TlsCertificateDelegation: TLSCertificateDelegation(o)}}, true
+	for i := range kubernetesKinds {
+		if o, ok := kubernetesKinds[i].convert(obj); ok {
+			return o, true
 		}
 	}
 	return nil, false

@@ -1,6 +1,7 @@
 package contour
 
 import (
+	"slices"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -13,6 +14,7 @@ import (
 	meta_v1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 
+	"github.com/tributary-dev/tributary/client/internal/objectkind"
 	tributaryv1 "github.com/tributary-dev/tributary/gen/go/tributary/v1"
 )
 
@@ -130,4 +132,16 @@ func TestNoAliasing(t *testing.T) {
 	diff(t, wantSlice, gotSlice)
 	diff(t, wantSecret, gotSecret)
 	diff(t, wantES, gotES)
+}
+
+// TestKindTablesAgree fails when a kind has a row in objectkind's table
+// (the API side) and none in kubernetesKinds, or the other way round.
+func TestKindTablesAgree(t *testing.T) {
+	var kinds []tributaryv1.ObjectKind
+	for _, row := range kubernetesKinds {
+		kinds = append(kinds, row.kind)
+	}
+	if !slices.Equal(kinds, objectkind.Kinds()) {
+		t.Errorf("kubernetesKinds has %v, objectkind %v", kinds, objectkind.Kinds())
+	}
 }

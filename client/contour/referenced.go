@@ -8,7 +8,7 @@ import (
 	discovery_v1 "k8s.io/api/discovery/v1"
 	"k8s.io/apimachinery/pkg/types"
 
-	"github.com/tributary-dev/tributary/client"
+	"github.com/tributary-dev/tributary/client/internal/objectkind"
 	tributaryv1 "github.com/tributary-dev/tributary/gen/go/tributary/v1"
 )
 
@@ -52,29 +52,35 @@ type referencedOnly struct {
 	next syncTarget
 
 	mu sync.Mutex
-	// held is every Service, EndpointSlice and Secret upserted and not
-	// deleted, passed on or not.
-	held map[objectKey]*tributaryv1.KubernetesObject
-	// slicesOf indexes the held EndpointSlices by the Service they belong to.
-	slicesOf map[types.NamespacedName]map[string]*tributaryv1.KubernetesObject
-	// namedServices and namedSecrets hold every Service and Secret named so
-	// far: what is passed on.
-	namedServices, namedSecrets map[types.NamespacedName]bool
+	// held is every object of a held kind (see kubernetesKind.namedAs)
+	// upserted and not deleted, passed on or not, with the key it is named
+	// through.
+	held map[objectkind.Key]heldObject
+	// heldUnder indexes the held objects by the key they are named through:
+	// a Service's key holds the Service and its EndpointSlices.
+	heldUnder map[objectkind.Key]map[objectkind.Key]*tributaryv1.KubernetesObject
+	// named holds every key named so far: the objects held under them are
+	// passed on.
+	named map[objectkind.Key]bool
+}
+
+type heldObject struct {
+	obj *tributaryv1.KubernetesObject
+	via objectkind.Key
 }
 
 // newReferencedOnly returns a referencedOnly passing on to next, under the
 // clientCertificate setting of settings.
 func newReferencedOnly(next syncTarget, settings *tributaryv1.Settings) *referencedOnly {
 	r := &referencedOnly{
-		next:          next,
-		held:          map[objectKey]*tributaryv1.KubernetesObject{},
-		slicesOf:      map[types.NamespacedName]map[string]*tributaryv1.KubernetesObject{},
-		namedServices: map[types.NamespacedName]bool{},
-		namedSecrets:  map[types.NamespacedName]bool{},
+		next:      next,
+		held:      map[objectkind.Key]heldObject{},
+		heldUnder: map[objectkind.Key]map[objectkind.Key]*tributaryv1.KubernetesObject{},
+		named:     map[objectkind.Key]bool{},
 	}
 	// A malformed setting names nothing; the server refuses it anyway.
 	if ns, name, ok := strings.Cut(settings.GetClientCertificate(), "/"); ok && name != "" {
-		r.namedSecrets[types.NamespacedName{Namespace: ns, Name: name}] = true
+		r.named[objectkind.Key{Kind: tributaryv1.ObjectKind_OBJECT_KIND_SECRET, Namespace: ns, Name: name}] = true
 	}
 	return r
 }
@@ -83,28 +89,24 @@ func (r *referencedOnly) Upsert(objs ...*tributaryv1.KubernetesObject) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	for _, obj := range objs {
-		switch o := obj.GetKind().(type) {
-		case *tributaryv1.KubernetesObject_ExtensionService:
-			r.passNamed(o.ExtensionService)
+		key := objectkind.KeyOf(obj)
+		row := kindRow(key.Kind)
+		if row != nil && row.names != nil {
+			r.passNamed(row.names(obj))
+		}
+		if row == nil || row.namedAs == nil {
 			r.next.Upsert(obj)
-		case *tributaryv1.KubernetesObject_Service, *tributaryv1.KubernetesObject_Secret:
-			r.held[keyOf(obj)] = obj
-			if r.passedOn(obj) {
-				r.next.Upsert(obj)
-			}
-		case *tributaryv1.KubernetesObject_EndpointSlice:
-			key := keyOf(obj)
-			old := r.held[key]
-			r.holdSlice(key, obj)
-			switch {
-			case r.passedOn(obj):
-				r.next.Upsert(obj)
-			case old != nil && r.passedOn(old):
-				// Relabelled away from a named Service.
-				r.next.Delete(client.Reference(old))
-			}
-		default:
+			continue
+		}
+		via := row.namedAs(obj)
+		old, wasHeld := r.held[key]
+		r.hold(key, heldObject{obj: obj, via: via})
+		switch {
+		case r.named[via]:
 			r.next.Upsert(obj)
+		case wasHeld && r.named[old.via]:
+			// Relabelled away from a named Service.
+			r.next.Delete(key.Reference())
 		}
 	}
 }
@@ -113,17 +115,17 @@ func (r *referencedOnly) Delete(refs ...*tributaryv1.ObjectReference) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	for _, ref := range refs {
-		key := objectKey{kind: ref.GetKind(), namespace: ref.GetNamespace(), name: ref.GetName()}
-		if !isHeldKind(key.kind) {
+		key := objectkind.KeyOfReference(ref)
+		if !isHeldKind(key.Kind) {
 			r.next.Delete(ref)
 			continue
 		}
-		old := r.held[key]
-		if old == nil {
+		old, wasHeld := r.held[key]
+		if !wasHeld {
 			continue // never upserted, so never passed on
 		}
-		r.dropHeld(key, old)
-		if r.passedOn(old) {
+		r.drop(key, old)
+		if r.named[old.via] {
 			r.next.Delete(ref)
 		}
 	}
@@ -133,109 +135,67 @@ func (r *referencedOnly) Flush(ctx context.Context) error { return r.next.Flush(
 
 func (r *referencedOnly) Close() { r.next.Close() }
 
-// passedOn reports whether a held Service, EndpointSlice or Secret is
-// named, and so has been passed on.
-func (r *referencedOnly) passedOn(obj *tributaryv1.KubernetesObject) bool {
-	switch o := obj.GetKind().(type) {
-	case *tributaryv1.KubernetesObject_Service:
-		return r.namedServices[nameOf(o.Service.GetMetadata())]
-	case *tributaryv1.KubernetesObject_EndpointSlice:
-		return r.namedServices[serviceOfSlice(obj)]
-	case *tributaryv1.KubernetesObject_Secret:
-		return r.namedSecrets[nameOf(o.Secret.GetMetadata())]
-	}
-	return false
-}
-
-// passNamed records what es names and passes on the held objects it names,
-// whether or not they were passed on before.
-func (r *referencedOnly) passNamed(es *tributaryv1.ExtensionService) {
-	services, secrets := namedBy(es)
-	for _, svc := range services {
-		r.namedServices[svc] = true
-		r.passHeld(tributaryv1.ObjectKind_OBJECT_KIND_SERVICE, svc)
-		for _, slice := range r.slicesOf[svc] {
-			r.next.Upsert(slice)
+// passNamed records the keys an object names and passes on the held
+// objects named through them, whether or not they were passed on before.
+func (r *referencedOnly) passNamed(keys []objectkind.Key) {
+	for _, key := range keys {
+		r.named[key] = true
+		for _, obj := range r.heldUnder[key] {
+			r.next.Upsert(obj)
 		}
 	}
-	for _, secret := range secrets {
-		r.namedSecrets[secret] = true
-		r.passHeld(tributaryv1.ObjectKind_OBJECT_KIND_SECRET, secret)
-	}
 }
 
-// passHeld passes on the held object of kind and name, if there is one.
-func (r *referencedOnly) passHeld(kind tributaryv1.ObjectKind, name types.NamespacedName) {
-	if obj := r.held[objectKey{kind: kind, namespace: name.Namespace, name: name.Name}]; obj != nil {
-		r.next.Upsert(obj)
+// hold holds h in place of the object of key, and indexes it under the key
+// it is named through.
+func (r *referencedOnly) hold(key objectkind.Key, h heldObject) {
+	if old, ok := r.held[key]; ok {
+		r.drop(key, old)
 	}
+	r.held[key] = h
+	under := r.heldUnder[h.via]
+	if under == nil {
+		under = map[objectkind.Key]*tributaryv1.KubernetesObject{}
+		r.heldUnder[h.via] = under
+	}
+	under[key] = h.obj
 }
 
-// holdSlice holds an EndpointSlice in place of the one with its key, and
-// indexes it under its Service.
-func (r *referencedOnly) holdSlice(key objectKey, slice *tributaryv1.KubernetesObject) {
-	if old := r.held[key]; old != nil {
-		r.dropHeld(key, old)
-	}
-	r.held[key] = slice
-	svc := serviceOfSlice(slice)
-	if r.slicesOf[svc] == nil {
-		r.slicesOf[svc] = map[string]*tributaryv1.KubernetesObject{}
-	}
-	r.slicesOf[svc][key.name] = slice
-}
-
-// dropHeld forgets the held object old, whose key is key.
-func (r *referencedOnly) dropHeld(key objectKey, old *tributaryv1.KubernetesObject) {
+// drop forgets old, the held object of key.
+func (r *referencedOnly) drop(key objectkind.Key, old heldObject) {
 	delete(r.held, key)
-	if key.kind != tributaryv1.ObjectKind_OBJECT_KIND_ENDPOINT_SLICE {
-		return
-	}
-	svc := serviceOfSlice(old)
-	delete(r.slicesOf[svc], key.name)
-	if len(r.slicesOf[svc]) == 0 {
-		delete(r.slicesOf, svc)
+	delete(r.heldUnder[old.via], key)
+	if len(r.heldUnder[old.via]) == 0 {
+		delete(r.heldUnder, old.via)
 	}
 }
 
-// namedBy returns the Services and Secrets es names; an empty name names
-// nothing. A target Service is in es's namespace; a CA Secret is where
-// caSecretName says, which is where translation looks for it.
-func namedBy(es *tributaryv1.ExtensionService) (services, secrets []types.NamespacedName) {
+// namedBy returns the keys of the Services and Secrets es names; an empty
+// name names nothing. A target Service is in es's namespace; a CA Secret is
+// where caSecretName says, which is where translation looks for it.
+func namedBy(es *tributaryv1.ExtensionService) []objectkind.Key {
+	var keys []objectkind.Key
 	namespace := es.GetMetadata().GetNamespace()
 	for _, target := range es.GetSpec().GetServices() {
 		if target.GetName() != "" {
-			services = append(services, types.NamespacedName{Namespace: namespace, Name: target.GetName()})
+			keys = append(keys, objectkind.Key{Kind: tributaryv1.ObjectKind_OBJECT_KIND_SERVICE, Namespace: namespace, Name: target.GetName()})
 		}
 	}
 	if ca := es.GetSpec().GetValidation().GetCaSecret(); ca != "" {
 		if secret := caSecretName(ca, namespace); secret.Name != "" {
-			secrets = append(secrets, secret)
+			keys = append(keys, objectkind.Key{Kind: tributaryv1.ObjectKind_OBJECT_KIND_SECRET, Namespace: secret.Namespace, Name: secret.Name})
 		}
 	}
-	return services, secrets
+	return keys
 }
 
-// isHeldKind reports whether referencedOnly holds objects of kind back.
-func isHeldKind(kind tributaryv1.ObjectKind) bool {
-	switch kind {
-	case tributaryv1.ObjectKind_OBJECT_KIND_SERVICE, tributaryv1.ObjectKind_OBJECT_KIND_ENDPOINT_SLICE, tributaryv1.ObjectKind_OBJECT_KIND_SECRET:
-		return true
-	}
-	return false
-}
-
-func nameOf(meta *tributaryv1.ObjectMeta) types.NamespacedName {
-	return types.NamespacedName{Namespace: meta.GetNamespace(), Name: meta.GetName()}
-}
-
-// serviceOfSlice names the Service an EndpointSlice belongs to. A slice
-// without the label belongs to a Service named "", which namedBy never
-// returns: the server requires the label, and translation would not read
-// the slice.
-func serviceOfSlice(obj *tributaryv1.KubernetesObject) types.NamespacedName {
+// serviceOfSlice returns the key of the Service an EndpointSlice belongs
+// to. A slice without the label belongs to a Service named "", which
+// namedBy never returns: the server requires the label, and translation
+// would not read the slice.
+func serviceOfSlice(obj *tributaryv1.KubernetesObject) objectkind.Key {
 	meta := obj.GetEndpointSlice().GetMetadata()
-	return types.NamespacedName{Namespace: meta.GetNamespace(), Name: meta.GetLabels()[discovery_v1.LabelServiceName]}
+	return objectkind.Key{Kind: tributaryv1.ObjectKind_OBJECT_KIND_SERVICE, Namespace: meta.GetNamespace(), Name: meta.GetLabels()[discovery_v1.LabelServiceName]}
 }
 
 // caSecretName reads spec.validation.caSecret as translation does: "name"

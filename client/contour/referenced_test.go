@@ -1,7 +1,6 @@
 package contour
 
 import (
-	"cmp"
 	"context"
 	"fmt"
 	"maps"
@@ -13,6 +12,7 @@ import (
 	discovery_v1 "k8s.io/api/discovery/v1"
 	"k8s.io/apimachinery/pkg/types"
 
+	"github.com/tributary-dev/tributary/client/internal/objectkind"
 	tributaryv1 "github.com/tributary-dev/tributary/gen/go/tributary/v1"
 )
 
@@ -23,21 +23,21 @@ import (
 // batch between any two.
 type recordingTarget struct {
 	t       *testing.T
-	objects map[objectKey]*tributaryv1.KubernetesObject
+	objects map[objectkind.Key]*tributaryv1.KubernetesObject
 	check   func()
 }
 
 func (r *recordingTarget) Upsert(objs ...*tributaryv1.KubernetesObject) {
 	for _, obj := range objs {
-		r.objects[keyOf(obj)] = obj
+		r.objects[objectkind.KeyOf(obj)] = obj
 	}
 	r.check()
 }
 
 func (r *recordingTarget) Delete(refs ...*tributaryv1.ObjectReference) {
 	for _, ref := range refs {
-		key := objectKey{kind: ref.GetKind(), namespace: ref.GetNamespace(), name: ref.GetName()}
-		if r.objects[key] == nil && isHeldKind(key.kind) {
+		key := objectkind.KeyOfReference(ref)
+		if r.objects[key] == nil && isHeldKind(key.Kind) {
 			r.t.Errorf("deleted %v, which was never passed on", key)
 		}
 		delete(r.objects, key)
@@ -61,8 +61,8 @@ func (r *recordingTarget) Close()                      {}
 //     ExtensionService has named yet.
 func history(t *testing.T, ops []byte) {
 	const clientCertificate = "ns0/name1"
-	informer := map[objectKey]*tributaryv1.KubernetesObject{}
-	target := &recordingTarget{t: t, objects: map[objectKey]*tributaryv1.KubernetesObject{}}
+	informer := map[objectkind.Key]*tributaryv1.KubernetesObject{}
+	target := &recordingTarget{t: t, objects: map[objectkind.Key]*tributaryv1.KubernetesObject{}}
 	event := 0
 	target.check = func() {
 		for _, obj := range target.objects {
@@ -70,7 +70,7 @@ func history(t *testing.T, ops []byte) {
 				services, secrets := names(es)
 				for key, want := range objectsOf(informer, services, secrets) {
 					if target.objects[key] != want {
-						t.Fatalf("event %d: %v passed on while %v, which it names, is not (or is an old version)", event, keyOf(obj), key)
+						t.Fatalf("event %d: %v passed on while %v, which it names, is not (or is an old version)", event, objectkind.KeyOf(obj), key)
 					}
 				}
 			}
@@ -127,22 +127,22 @@ func history(t *testing.T, ops []byte) {
 			obj = &tributaryv1.KubernetesObject{Kind: &tributaryv1.KubernetesObject_TlsCertificateDelegation{TlsCertificateDelegation: &tributaryv1.TLSCertificateDelegation{Metadata: meta(ns, a, nil)}}}
 		case 5:
 			// Delete one of the objects held, or of one never seen.
-			keys := slices.SortedFunc(maps.Keys(informer), compareKeys)
+			keys := slices.SortedFunc(maps.Keys(informer), objectkind.Compare)
 			ref := &tributaryv1.ObjectReference{Kind: tributaryv1.ObjectKind(1 + b%5), Namespace: "ns1", Name: "never"}
 			if len(keys) > 0 && a%8 != 0 {
 				k := keys[int(a)%len(keys)]
-				ref = &tributaryv1.ObjectReference{Kind: k.kind, Namespace: k.namespace, Name: k.name}
+				ref = k.Reference()
 			}
-			delete(informer, objectKey{kind: ref.GetKind(), namespace: ref.GetNamespace(), name: ref.GetName()})
+			delete(informer, objectkind.KeyOfReference(ref))
 			r.Delete(ref)
 		}
 		if obj != nil {
-			informer[keyOf(obj)] = obj
+			informer[objectkind.KeyOf(obj)] = obj
 			r.Upsert(obj)
 		}
 		want := objectsOf(informer, everServices, everSecrets)
 		for key, obj := range informer {
-			if !isHeldKind(key.kind) {
+			if !isHeldKind(key.Kind) {
 				want[key] = obj
 			}
 		}
@@ -176,17 +176,17 @@ func names(es *tributaryv1.ExtensionService) (services, secrets map[types.Namesp
 
 // objectsOf returns the Services and Secrets of objects with the given
 // names, and the EndpointSlices labelled with one of the Service names.
-func objectsOf(objects map[objectKey]*tributaryv1.KubernetesObject, services, secrets map[types.NamespacedName]bool) map[objectKey]*tributaryv1.KubernetesObject {
-	out := map[objectKey]*tributaryv1.KubernetesObject{}
+func objectsOf(objects map[objectkind.Key]*tributaryv1.KubernetesObject, services, secrets map[types.NamespacedName]bool) map[objectkind.Key]*tributaryv1.KubernetesObject {
+	out := map[objectkind.Key]*tributaryv1.KubernetesObject{}
 	for key, obj := range objects {
-		named := types.NamespacedName{Namespace: key.namespace, Name: key.name}
-		switch key.kind {
+		named := types.NamespacedName{Namespace: key.Namespace, Name: key.Name}
+		switch key.Kind {
 		case tributaryv1.ObjectKind_OBJECT_KIND_SERVICE:
 			if services[named] {
 				out[key] = obj
 			}
 		case tributaryv1.ObjectKind_OBJECT_KIND_ENDPOINT_SLICE:
-			if label, ok := obj.GetEndpointSlice().GetMetadata().GetLabels()[discovery_v1.LabelServiceName]; ok && services[types.NamespacedName{Namespace: key.namespace, Name: label}] {
+			if label, ok := obj.GetEndpointSlice().GetMetadata().GetLabels()[discovery_v1.LabelServiceName]; ok && services[types.NamespacedName{Namespace: key.Namespace, Name: label}] {
 				out[key] = obj
 			}
 		case tributaryv1.ObjectKind_OBJECT_KIND_SECRET:
@@ -198,14 +198,10 @@ func objectsOf(objects map[objectKey]*tributaryv1.KubernetesObject, services, se
 	return out
 }
 
-func compareKeys(a, b objectKey) int {
-	return cmp.Or(cmp.Compare(a.kind, b.kind), strings.Compare(a.namespace, b.namespace), strings.Compare(a.name, b.name))
-}
-
-func sortedKeys(m map[objectKey]*tributaryv1.KubernetesObject) []string {
+func sortedKeys(m map[objectkind.Key]*tributaryv1.KubernetesObject) []string {
 	var out []string
 	for k := range m {
-		out = append(out, fmt.Sprintf("%v %s/%s", k.kind, k.namespace, k.name))
+		out = append(out, fmt.Sprintf("%v %s/%s", k.Kind, k.Namespace, k.Name))
 	}
 	slices.Sort(out)
 	return out

@@ -13,19 +13,9 @@ import (
 	"google.golang.org/grpc/connectivity"
 
 	"github.com/tributary-dev/tributary/client"
+	"github.com/tributary-dev/tributary/client/internal/objectkind"
 	tributaryv1 "github.com/tributary-dev/tributary/gen/go/tributary/v1"
 )
-
-// objectKey identifies an input object, as its ObjectReference does.
-type objectKey struct {
-	kind            tributaryv1.ObjectKind
-	namespace, name string
-}
-
-func keyOf(obj *tributaryv1.KubernetesObject) objectKey {
-	ref := client.Reference(obj)
-	return objectKey{kind: ref.GetKind(), namespace: ref.GetNamespace(), name: ref.GetName()}
-}
 
 // replicaSet is the syncTarget of a ReplicatedAdapter.
 type replicaSet struct {
@@ -56,7 +46,7 @@ type replicaSet struct {
 	mu sync.Mutex
 	// desired is every object upserted and not deleted: the complete set a
 	// joining replica is sent.
-	desired  map[objectKey]*tributaryv1.KubernetesObject
+	desired  map[objectkind.Key]*tributaryv1.KubernetesObject
 	replicas map[string]*replica
 	primary  *replica
 	// started is set by the first Flush; gen counts Flush calls, so a
@@ -98,7 +88,7 @@ func (rs *replicaSet) Upsert(objs ...*tributaryv1.KubernetesObject) {
 	rs.mu.Lock()
 	defer rs.mu.Unlock()
 	for _, o := range objs {
-		rs.desired[keyOf(o)] = o
+		rs.desired[objectkind.KeyOf(o)] = o
 	}
 	for _, r := range rs.replicas {
 		r.session.Upsert(objs...)
@@ -109,7 +99,7 @@ func (rs *replicaSet) Delete(refs ...*tributaryv1.ObjectReference) {
 	rs.mu.Lock()
 	defer rs.mu.Unlock()
 	for _, ref := range refs {
-		delete(rs.desired, objectKey{kind: ref.GetKind(), namespace: ref.GetNamespace(), name: ref.GetName()})
+		delete(rs.desired, objectkind.KeyOfReference(ref))
 	}
 	for _, r := range rs.replicas {
 		r.session.Delete(refs...)

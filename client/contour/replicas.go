@@ -14,6 +14,7 @@ import (
 	"google.golang.org/grpc/keepalive"
 
 	"github.com/tributary-dev/tributary/client"
+	"github.com/tributary-dev/tributary/client/internal/objectkind"
 	tributaryv1 "github.com/tributary-dev/tributary/gen/go/tributary/v1"
 )
 
@@ -107,7 +108,7 @@ func NewReplicatedAdapter(ctx context.Context, settings *Config, opts ReplicaOpt
 		deliver:   a.apply,
 		logger:    opts.Logger,
 		delivered: newDeliveredState(),
-		desired:   map[objectKey]*tributaryv1.KubernetesObject{},
+		desired:   map[objectkind.Key]*tributaryv1.KubernetesObject{},
 		replicas:  map[string]*replica{},
 		changed:   make(chan struct{}),
 	}
