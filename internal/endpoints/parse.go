@@ -1,0 +1,147 @@
+package endpoints
+
+import (
+	"math"
+	"net/netip"
+
+	"github.com/tributary-dev/tributary/internal/source"
+)
+
+// appendSliceEndpoints appends to the scratch candidates every ready
+// endpoint of es, from es.Endpoints[from] on, on every slice port matching
+// the Service port named portName ("" for an unnamed port, which matches
+// every TCP port), and reports whether it appended any. A candidate's text
+// is firstText plus the index of its endpoint in es.Endpoints (see
+// appendAddresses); the texts themselves are the caller's to record.
+// Endpoints and ports Envoy could not take are skipped with at most one
+// warning each per slice, appended to warnings.
+func (s *scratch) appendSliceEndpoints(es *source.EndpointSlice, portName string, warnings *[]Warning, firstText uint32, from int) bool {
+	var is4 bool
+	switch es.AddressType {
+	case "IPv4":
+		is4 = true
+	case "IPv6":
+	default:
+		// FQDN slices name hosts, which EDS cannot carry.
+		return false
+	}
+
+	s.ports = s.ports[:0]
+	badPort, hasBadPort := int32(0), false
+	for _, p := range es.Ports {
+		if p.Port == nil || p.Protocol == nil || *p.Protocol != "TCP" {
+			continue
+		}
+		if portName != "" && p.Name != nil && *p.Name != "" && *p.Name != portName {
+			continue
+		}
+		if *p.Port < 1 || *p.Port > math.MaxUint16 {
+			if !hasBadPort {
+				badPort, hasBadPort = *p.Port, true
+			}
+			continue
+		}
+		s.ports = append(s.ports, uint16(*p.Port))
+	}
+	if hasBadPort {
+		*warnings = append(*warnings, invalidPortWarning(es, badPort))
+	}
+	if len(s.ports) == 0 {
+		return false
+	}
+
+	appended := len(s.candidates)
+	bad, firstBad := 0, ""
+	for i := from; i < len(es.Endpoints); i++ {
+		text, ok := usableAddress(&es.Endpoints[i])
+		if !ok {
+			continue
+		}
+		if is4 {
+			// Nearly every address is a plain dotted quad: parse it
+			// without netip's general machinery.
+			if v4, ok := parseDottedQuad(text); ok {
+				idx := firstText + uint32(i)
+				for _, port := range s.ports {
+					s.candidates = append(s.candidates, newCandidate4(v4, port, idx))
+				}
+				continue
+			}
+		}
+		addr, err := netip.ParseAddr(text)
+		// A zone (fe80::1%eth0) is not part of an address Envoy can parse.
+		if err != nil || addr.Is4() != is4 || addr.Zone() != "" {
+			if bad == 0 {
+				firstBad = text
+			}
+			bad++
+			continue
+		}
+		idx := firstText + uint32(i)
+		for _, port := range s.ports {
+			s.candidates = append(s.candidates, newCandidate(addr, port, idx))
+		}
+	}
+	if bad > 0 {
+		*warnings = append(*warnings, invalidAddressWarning(es, bad, firstBad))
+	}
+	return len(s.candidates) > appended
+}
+
+// usableAddress returns the address translation takes from ep, and false
+// when ep is not ready or has none.
+func usableAddress(ep *source.Endpoint) (string, bool) {
+	if (ep.Ready != nil && !*ep.Ready) || len(ep.Addresses) == 0 {
+		return "", false
+	}
+	return ep.Addresses[0], true
+}
+
+// appendAddresses appends the text of every endpoint of es, in order, for
+// the candidates appendSliceEndpoints made: its first address, the one
+// translation uses (Kubernetes calls an endpoint's addresses fungible and
+// lets consumers use the first alone).
+func appendAddresses(texts []string, es *source.EndpointSlice) []string {
+	for i := range es.Endpoints {
+		text := ""
+		if addrs := es.Endpoints[i].Addresses; len(addrs) > 0 {
+			text = addrs[0]
+		}
+		texts = append(texts, text)
+	}
+	return texts
+}
+
+// parseDottedQuad parses s as four decimal fields 0-255 without leading
+// zeros, returning the address as big-endian bits. It accepts exactly the
+// strings netip.ParseAddr reads as unzoned IPv4 addresses, giving the same
+// address, and returns false for everything else, which then takes the
+// general path (FuzzParseDottedQuad holds it to that).
+func parseDottedQuad(s string) (uint32, bool) {
+	var addr uint32
+	field, digits, fields := uint32(0), 0, 0
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		switch {
+		case c >= '0' && c <= '9':
+			if digits == 1 && field == 0 {
+				return 0, false // a leading zero
+			}
+			field = field*10 + uint32(c-'0')
+			digits++
+			if field > 255 {
+				return 0, false
+			}
+		case c == '.' && digits > 0 && fields < 3:
+			addr = addr<<8 | field
+			field, digits = 0, 0
+			fields++
+		default:
+			return 0, false
+		}
+	}
+	if digits == 0 || fields != 3 {
+		return 0, false
+	}
+	return addr<<8 | field, true
+}
