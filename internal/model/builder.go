@@ -1,6 +1,9 @@
 package model
 
-import "github.com/tributary-dev/tributary/internal/source"
+import (
+	"github.com/tributary-dev/tributary/internal/endpoints"
+	"github.com/tributary-dev/tributary/internal/source"
+)
 
 // Builder validates ExtensionServices against one Index and Settings.
 //
@@ -16,9 +19,9 @@ type Builder struct {
 	// tlsParams is settings.UpstreamTLS as a model, the same for every
 	// ExtensionService.
 	tlsParams *TLSParams
-	scratch   endpointScratch
-	// sliceRuns is nil unless CacheEndpointSlices was called.
-	sliceRuns *sliceRuns
+	scratch   localityScratch
+	// collector picks the endpoints of each target out of the Index.
+	collector *endpoints.Collector
 }
 
 // NewBuilder returns a Builder over idx. settings must already be parsed and
@@ -30,7 +33,10 @@ func NewBuilder(idx *Index, settings source.Settings) *Builder {
 	if settings.ConnectTimeout == 0 {
 		settings.ConnectTimeout = source.DefaultConnectTimeout
 	}
-	return &Builder{index: idx, settings: settings, tlsParams: tlsParams(settings.UpstreamTLS)}
+	return &Builder{
+		index: idx, settings: settings, tlsParams: tlsParams(settings.UpstreamTLS),
+		collector: endpoints.NewCollector(idx),
+	}
 }
 
 // Build validates es. It returns the ExtensionCluster, or nil when the

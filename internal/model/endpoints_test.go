@@ -2,10 +2,7 @@ package model
 
 import (
 	"fmt"
-	"maps"
 	"math"
-	"net/netip"
-	"slices"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -14,42 +11,6 @@ import (
 )
 
 const testNamespace = "ns"
-
-func ptr[T any](v T) *T { return &v }
-
-func testService(name string, ports ...source.ServicePort) source.Service {
-	return source.Service{Meta: source.Meta{Namespace: testNamespace, Name: name}, Type: "ClusterIP", Ports: ports}
-}
-
-func servicePort(name string, port int32) source.ServicePort {
-	return source.ServicePort{Name: name, Port: port, TargetPort: fmt.Sprint(port), Protocol: "TCP"}
-}
-
-// tcpPort is a slice port; name "-" leaves the name unset.
-func tcpPort(name string, port int32) source.EndpointPort {
-	p := source.EndpointPort{Port: ptr(port), Protocol: ptr("TCP")}
-	if name != "-" {
-		p.Name = ptr(name)
-	}
-	return p
-}
-
-func testSlice(name, service, family string, ports []source.EndpointPort, eps ...source.Endpoint) source.EndpointSlice {
-	return source.EndpointSlice{
-		Meta:        source.Meta{Namespace: testNamespace, Name: name, Labels: map[string]string{source.ServiceNameLabel: service}},
-		AddressType: family,
-		Ports:       ports,
-		Endpoints:   eps,
-	}
-}
-
-func readyAt(addrs ...string) source.Endpoint { return source.Endpoint{Addresses: addrs} }
-
-func withReady(ready bool, addrs ...string) source.Endpoint {
-	return source.Endpoint{Addresses: addrs, Ready: ptr(ready)}
-}
-
-func ports(ps ...source.EndpointPort) []source.EndpointPort { return ps }
 
 // target names a spec target: the Service, its port (by number) and a weight.
 type target struct {
@@ -98,18 +59,6 @@ var builderKinds = []struct {
 		b.CacheEndpointSlices()
 		return b
 	}},
-}
-
-func warning(typ, reason, message string) SubCondition {
-	return SubCondition{Type: typ, Status: ConditionTrue, Reason: reason, Message: message}
-}
-
-func eps(pairs ...any) []Endpoint {
-	var out []Endpoint
-	for i := 0; i < len(pairs); i += 2 {
-		out = append(out, Endpoint{Address: pairs[i].(string), Port: uint32(pairs[i+1].(int))})
-	}
-	return out
 }
 
 func TestBuildLocalities(t *testing.T) {
@@ -432,142 +381,4 @@ func checkLocalityGuarantees(t *testing.T, locs []Locality) {
 	if len(locs) > 0 && !weighted {
 		t.Errorf("no locality carries a weight")
 	}
-}
-
-// TestBuildLocalitiesScratchDoesNotLeak runs one Builder over a large then a
-// small ExtensionService and checks the second result holds nothing of the
-// first: the scratch is reused, never read stale.
-func TestBuildLocalitiesScratchDoesNotLeak(t *testing.T) {
-	var slices []source.EndpointSlice
-	var big []source.Endpoint
-	for i := range 300 {
-		big = append(big, readyAt(fmt.Sprintf("10.1.%d.%d", i/250, i%250+1)))
-	}
-	http := ports(tcpPort("http", 8080))
-	slices = append(slices,
-		testSlice("big-1", "big", "IPv4", http, big...),
-		testSlice("small-1", "small", "IPv4", http, readyAt("10.2.0.1")),
-	)
-	objs := &source.Objects{
-		Services:       []source.Service{testService("big", servicePort("http", 80)), testService("small", servicePort("http", 80))},
-		EndpointSlices: slices,
-	}
-	b := NewBuilder(NewIndex(objs), source.Settings{})
-	first, _ := buildFor(t, b, []target{{"big", 80, 3}, {"small", 80, 1}})
-	if len(first) != 2 || len(first[0].Endpoints) != 300 {
-		t.Fatalf("first build: got %d localities", len(first))
-	}
-	got, cond := buildFor(t, b, []target{{"small", 80, 0}})
-	want := []Locality{{SubZone: "ns/small/80", Weight: 1, Endpoints: eps("10.2.0.1", 8080)}}
-	if diff := cmp.Diff(want, got); diff != "" {
-		t.Errorf("second build (-want +got):\n%s", diff)
-	}
-	if len(cond.Warnings)+len(cond.Errors) != 0 {
-		t.Errorf("second build: unexpected sub-conditions %v", cond)
-	}
-	// Appending to a returned slice must never write into the next
-	// locality's endpoints.
-	if cap(got) != len(got) || cap(got[0].Endpoints) != len(got[0].Endpoints) {
-		t.Errorf("returned slices have spare capacity that aliases the scratch")
-	}
-}
-
-// TestBuildLocalitiesAllocations proves the scratch is reused: once warm, a
-// Builder allocates only the SubZone strings.
-func TestBuildLocalitiesAllocations(t *testing.T) {
-	var eps4 []source.Endpoint
-	for i := range 100 {
-		eps4 = append(eps4, readyAt(fmt.Sprintf("10.0.%d.%d", i%7, 200-i)))
-	}
-	http := ports(tcpPort("http", 8080))
-	objs := &source.Objects{
-		Services: []source.Service{testService("a", servicePort("http", 80)), testService("b", servicePort("http", 80))},
-		EndpointSlices: []source.EndpointSlice{
-			testSlice("a-1", "a", "IPv4", http, eps4...),
-			testSlice("b-1", "b", "IPv4", ports(tcpPort("http", 9090)), eps4...),
-		},
-	}
-	b := NewBuilder(NewIndex(objs), source.Settings{})
-	a, bb := b.index.Service(source.NamespacedName{Namespace: testNamespace, Name: "a"}), b.index.Service(source.NamespacedName{Namespace: testNamespace, Name: "b"})
-	targets := []resolvedTarget{{service: a, port: a.Ports[0], weight: 80}, {service: bb, port: bb.Ports[0], weight: 20}}
-	var cond Condition
-	b.buildLocalities(testNamespace, targets, &cond) // warm up
-	allocs := testing.AllocsPerRun(20, func() {
-		cond = Condition{}
-		if got := b.buildLocalities(testNamespace, targets, &cond); len(got) != 2 || len(got[1].Endpoints) != 100 {
-			t.Fatalf("got %d localities", len(got))
-		}
-	})
-	if allocs > 2 {
-		t.Errorf("buildLocalities allocates %v times per call once warm, want at most 2 (the SubZones)", allocs)
-	}
-}
-
-// TestBuildLocalitiesOrdersLargeTargets checks ordering and deduplication on
-// targets large enough to matter, on both sorting paths (packed IPv4 keys,
-// and the general one that more than 65536 spellings force), against an
-// order computed independently with netip.
-func TestBuildLocalitiesOrdersLargeTargets(t *testing.T) {
-	for _, n := range []int{5000, 70000} {
-		t.Run(fmt.Sprint(n), func(t *testing.T) {
-			var endpoints []source.Endpoint
-			want := map[netip.AddrPort]bool{}
-			for i := range n {
-				// Scattered, with every 10th address repeated.
-				h := uint32(i) * 0x9E3779B1 & (1<<24 - 1)
-				if i%10 == 9 {
-					h = uint32(i-1) * 0x9E3779B1 & (1<<24 - 1)
-				}
-				addr := netip.AddrFrom4([4]byte{10, byte(h >> 16), byte(h >> 8), byte(h)})
-				endpoints = append(endpoints, readyAt(addr.String()))
-				want[netip.AddrPortFrom(addr, 8080)] = true
-				want[netip.AddrPortFrom(addr, 8081)] = true
-			}
-			objs := &source.Objects{
-				Services: []source.Service{testService("a", servicePort("", 80))},
-				EndpointSlices: []source.EndpointSlice{testSlice("a-1", "a", "IPv4",
-					ports(tcpPort("b", 8081), tcpPort("a", 8080)), endpoints...)},
-			}
-			sorted := slices.SortedFunc(maps.Keys(want), func(a, b netip.AddrPort) int { return a.Compare(b) })
-			var wantEps []Endpoint
-			for _, ap := range sorted {
-				wantEps = append(wantEps, Endpoint{Address: ap.Addr().String(), Port: uint32(ap.Port())})
-			}
-			for _, kind := range builderKinds {
-				got, cond := buildFor(t, kind.new(NewIndex(objs)), []target{{"a", 80, 0}})
-				if len(cond.Warnings)+len(cond.Errors) > 0 {
-					t.Fatalf("%s: unexpected sub-conditions: %+v", kind.name, cond)
-				}
-				if len(got) != 1 {
-					t.Fatalf("%s: got %d localities, want 1", kind.name, len(got))
-				}
-				if diff := cmp.Diff(wantEps, got[0].Endpoints); diff != "" {
-					t.Errorf("%s: endpoints (-want +got):\n%s", kind.name, diff)
-				}
-			}
-		})
-	}
-}
-
-// FuzzParseDottedQuad holds the IPv4 fast path to netip: whatever it
-// accepts, netip.ParseAddr reads as the same unzoned IPv4 address, and every
-// IPv4 address netip prints it accepts.
-func FuzzParseDottedQuad(f *testing.F) {
-	for _, s := range []string{
-		"10.0.0.1", "0.0.0.0", "255.255.255.255", "256.0.0.1", "01.2.3.4", "1.2.3", "1.2.3.4.5",
-		"1..2.3", ".1.2.3", "1.2.3.", "1.2.3.04", "1.2.3.4%eth0", "::ffff:1.2.3.4", "", "1.2.3.4 ", "999.1.1.1",
-	} {
-		f.Add(s)
-	}
-	f.Fuzz(func(t *testing.T, s string) {
-		v4, ok := parseDottedQuad(s)
-		addr, err := netip.ParseAddr(s)
-		netipIPv4 := err == nil && addr.Is4() && addr.Zone() == ""
-		if ok && (!netipIPv4 || addr.As4() != [4]byte{byte(v4 >> 24), byte(v4 >> 16), byte(v4 >> 8), byte(v4)}) {
-			t.Fatalf("parseDottedQuad(%q) = %08x, but netip gives %v, %v", s, v4, addr, err)
-		}
-		if netipIPv4 && addr.String() == s && !ok {
-			t.Fatalf("parseDottedQuad(%q) refused an address netip prints that way", s)
-		}
-	})
 }

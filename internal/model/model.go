@@ -12,6 +12,7 @@ package model
 import (
 	"time"
 
+	"github.com/tributary-dev/tributary/internal/endpoints"
 	"github.com/tributary-dev/tributary/internal/source"
 )
 
@@ -106,11 +107,9 @@ type Locality struct {
 	Endpoints []Endpoint
 }
 
-// Endpoint is one address:port.
-type Endpoint struct {
-	Address string
-	Port    uint32
-}
+// Endpoint is one address:port. Package endpoints picks them, and its type
+// is this one so that Localities point into what it returns, uncopied.
+type Endpoint = endpoints.Endpoint
 
 // Condition types, statuses and reasons shared by every ExtensionService.
 const (

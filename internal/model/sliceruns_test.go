@@ -3,7 +3,6 @@ package model
 import (
 	"fmt"
 	"maps"
-	"runtime"
 	"slices"
 	"testing"
 
@@ -79,87 +78,6 @@ func TestCachedSlicesFollowIndexChanges(t *testing.T) {
 			}
 		}
 	}
-}
-
-// TestCachedSlicesAreSwept churns slices through an Index and checks that
-// a caching Builder keeps entries for the live slices and a bounded number
-// of dead ones, whatever the number of slices that ever existed.
-func TestCachedSlicesAreSwept(t *testing.T) {
-	http := ports(tcpPort("http", 8080))
-	idx := NewIndex(&source.Objects{Services: []source.Service{testService("a", servicePort("http", 80))}})
-	b := builderKinds[1].new(idx)
-	const live = 10
-	most := 0
-	for i := range 2000 {
-		es := testSlice(fmt.Sprintf("a-%d", i), "a", "IPv4", http, readyAt(fmt.Sprintf("10.0.%d.%d", i/200, i%200+1)))
-		idx.PutEndpointSlice(&es)
-		if i >= live {
-			idx.DeleteEndpointSlice(source.NamespacedName{Namespace: testNamespace, Name: fmt.Sprintf("a-%d", i-live)})
-		}
-		locs, _ := buildFor(t, b, []target{{"a", 80, 0}})
-		if n := len(locs[0].Endpoints); n != min(i+1, live) {
-			t.Fatalf("after slice %d: %d endpoints, want %d", i, n, min(i+1, live))
-		}
-		most = max(most, len(b.sliceRuns.entries))
-	}
-	if bound := 2*live + sweepSlack + 1; most > bound {
-		t.Errorf("the cache held up to %d entries for %d live slices, want at most %d", most, live, bound)
-	}
-}
-
-// TestCachedSlicesOfDeletedSlicesGo: after most of a Service's slices are
-// deleted, rebuilding with the rest, replaced again and again, drops the
-// deleted ones; and SweepEndpointSlices drops at once the old versions of
-// slices replaced while the Builder was not looking.
-func TestCachedSlicesOfDeletedSlicesGo(t *testing.T) {
-	http := ports(tcpPort("http", 8080))
-	idx := NewIndex(&source.Objects{Services: []source.Service{testService("a", servicePort("http", 80))}})
-	b := builderKinds[1].new(idx)
-	slice := func(i, generation int) *source.EndpointSlice {
-		es := testSlice(fmt.Sprintf("a-%d", i), "a", "IPv4", http, readyAt(fmt.Sprintf("10.0.%d.%d", i/200, i%200+1)))
-		es.Generation = int64(generation)
-		return &es
-	}
-	for i := range 200 {
-		idx.PutEndpointSlice(slice(i, 0))
-	}
-	buildFor(t, b, []target{{"a", 80, 0}})
-	for i := 10; i < 200; i++ {
-		idx.DeleteEndpointSlice(source.NamespacedName{Namespace: testNamespace, Name: fmt.Sprintf("a-%d", i)})
-	}
-	for generation := 1; generation <= 20; generation++ {
-		for i := range 10 {
-			idx.PutEndpointSlice(slice(i, generation))
-		}
-		buildFor(t, b, []target{{"a", 80, 0}})
-	}
-	if dead := deadEntries(b); dead != 0 {
-		t.Errorf("%d entries of deleted or replaced slices are kept, want none", dead)
-	}
-
-	// Replaced behind the Builder's back, as a session's large batch does.
-	for i := range 10 {
-		idx.PutEndpointSlice(slice(i, 100))
-	}
-	if dead := deadEntries(b); dead != 10 {
-		t.Fatalf("%d entries of replaced slices before the sweep, want 10", dead)
-	}
-	b.SweepEndpointSlices()
-	if n, dead := len(b.sliceRuns.entries), deadEntries(b); n != 0 || dead != 0 {
-		t.Errorf("after the sweep: %d entries, %d of them dead; want none", n, dead)
-	}
-}
-
-// deadEntries counts b's cache entries for slices its Index no longer holds
-// as they are.
-func deadEntries(b *Builder) int {
-	dead := 0
-	for name, entry := range b.sliceRuns.entries {
-		if b.index.EndpointSlice(name) != entry.slice {
-			dead++
-		}
-	}
-	return dead
 }
 
 // FuzzCachedSliceReplacement replaces one EndpointSlice by another made
@@ -242,29 +160,72 @@ func FuzzCachedSliceReplacement(f *testing.F) {
 	})
 }
 
-// BenchmarkSliceCacheMemory reports what CacheEndpointSlices holds once
-// every EndpointSlice of the standard workload (N=10000 ExtensionServices,
-// two Services of M=100 endpoints each) has been parsed: the state a Sync
-// session's Builder reaches when every slice has changed once.
-func BenchmarkSliceCacheMemory(b *testing.B) {
-	const n, m = 10000, 100
-	objs := workload.Standard(n, m)
-	idx := NewIndex(objs)
-	for b.Loop() {
-		var before, after runtime.MemStats
-		runtime.GC()
-		runtime.ReadMemStats(&before)
-		builder := builderKinds[1].new(idx)
-		for i := range objs.ExtensionServices {
-			builder.Build(&objs.ExtensionServices[i])
+// TestBuildLocalitiesScratchDoesNotLeak runs one Builder over a large then a
+// small ExtensionService and checks the second result holds nothing of the
+// first: the scratch is reused, never read stale.
+func TestBuildLocalitiesScratchDoesNotLeak(t *testing.T) {
+	var slices []source.EndpointSlice
+	var big []source.Endpoint
+	for i := range 300 {
+		big = append(big, readyAt(fmt.Sprintf("10.1.%d.%d", i/250, i%250+1)))
+	}
+	http := ports(tcpPort("http", 8080))
+	slices = append(slices,
+		testSlice("big-1", "big", "IPv4", http, big...),
+		testSlice("small-1", "small", "IPv4", http, readyAt("10.2.0.1")),
+	)
+	objs := &source.Objects{
+		Services:       []source.Service{testService("big", servicePort("http", 80)), testService("small", servicePort("http", 80))},
+		EndpointSlices: slices,
+	}
+	b := NewBuilder(NewIndex(objs), source.Settings{})
+	first, _ := buildFor(t, b, []target{{"big", 80, 3}, {"small", 80, 1}})
+	if len(first) != 2 || len(first[0].Endpoints) != 300 {
+		t.Fatalf("first build: got %d localities", len(first))
+	}
+	got, cond := buildFor(t, b, []target{{"small", 80, 0}})
+	want := []Locality{{SubZone: "ns/small/80", Weight: 1, Endpoints: eps("10.2.0.1", 8080)}}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("second build (-want +got):\n%s", diff)
+	}
+	if len(cond.Warnings)+len(cond.Errors) != 0 {
+		t.Errorf("second build: unexpected sub-conditions %v", cond)
+	}
+	// Appending to a returned slice must never write into the next
+	// locality's endpoints.
+	if cap(got) != len(got) || cap(got[0].Endpoints) != len(got[0].Endpoints) {
+		t.Errorf("returned slices have spare capacity that aliases the scratch")
+	}
+}
+
+// TestBuildLocalitiesAllocations proves the scratch is reused: once warm, a
+// Builder allocates only the SubZone strings.
+func TestBuildLocalitiesAllocations(t *testing.T) {
+	var eps4 []source.Endpoint
+	for i := range 100 {
+		eps4 = append(eps4, readyAt(fmt.Sprintf("10.0.%d.%d", i%7, 200-i)))
+	}
+	http := ports(tcpPort("http", 8080))
+	objs := &source.Objects{
+		Services: []source.Service{testService("a", servicePort("http", 80)), testService("b", servicePort("http", 80))},
+		EndpointSlices: []source.EndpointSlice{
+			testSlice("a-1", "a", "IPv4", http, eps4...),
+			testSlice("b-1", "b", "IPv4", ports(tcpPort("http", 9090)), eps4...),
+		},
+	}
+	b := NewBuilder(NewIndex(objs), source.Settings{})
+	a, bb := b.index.Service(source.NamespacedName{Namespace: testNamespace, Name: "a"}), b.index.Service(source.NamespacedName{Namespace: testNamespace, Name: "b"})
+	targets := []resolvedTarget{{service: a, port: a.Ports[0], weight: 80}, {service: bb, port: bb.Ports[0], weight: 20}}
+	var cond Condition
+	b.buildLocalities(testNamespace, targets, &cond) // warm up
+	allocs := testing.AllocsPerRun(20, func() {
+		cond = Condition{}
+		if got := b.buildLocalities(testNamespace, targets, &cond); len(got) != 2 || len(got[1].Endpoints) != 100 {
+			t.Fatalf("got %d localities", len(got))
 		}
-		builder.scratch = endpointScratch{}
-		runtime.GC()
-		runtime.ReadMemStats(&after)
-		runtime.KeepAlive(builder)
-		endpoints := float64(2 * n * m)
-		b.ReportMetric(float64(after.HeapAlloc-before.HeapAlloc), "bytes")
-		b.ReportMetric(float64(after.HeapAlloc-before.HeapAlloc)/endpoints, "bytes/endpoint")
+	})
+	if allocs > 2 {
+		t.Errorf("buildLocalities allocates %v times per call once warm, want at most 2 (the SubZones)", allocs)
 	}
 }
 

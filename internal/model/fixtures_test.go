@@ -1,0 +1,57 @@
+package model
+
+import (
+	"fmt"
+
+	"github.com/tributary-dev/tributary/internal/source"
+)
+
+// Constructors of the test objects the endpoint and slice-cache tests share.
+
+func ptr[T any](v T) *T { return &v }
+
+func testService(name string, ports ...source.ServicePort) source.Service {
+	return source.Service{Meta: source.Meta{Namespace: testNamespace, Name: name}, Type: "ClusterIP", Ports: ports}
+}
+
+func servicePort(name string, port int32) source.ServicePort {
+	return source.ServicePort{Name: name, Port: port, TargetPort: fmt.Sprint(port), Protocol: "TCP"}
+}
+
+// tcpPort is a slice port; name "-" leaves the name unset.
+func tcpPort(name string, port int32) source.EndpointPort {
+	p := source.EndpointPort{Port: ptr(port), Protocol: ptr("TCP")}
+	if name != "-" {
+		p.Name = ptr(name)
+	}
+	return p
+}
+
+func testSlice(name, service, family string, ports []source.EndpointPort, eps ...source.Endpoint) source.EndpointSlice {
+	return source.EndpointSlice{
+		Meta:        source.Meta{Namespace: testNamespace, Name: name, Labels: map[string]string{source.ServiceNameLabel: service}},
+		AddressType: family,
+		Ports:       ports,
+		Endpoints:   eps,
+	}
+}
+
+func readyAt(addrs ...string) source.Endpoint { return source.Endpoint{Addresses: addrs} }
+
+func withReady(ready bool, addrs ...string) source.Endpoint {
+	return source.Endpoint{Addresses: addrs, Ready: ptr(ready)}
+}
+
+func ports(ps ...source.EndpointPort) []source.EndpointPort { return ps }
+
+func warning(typ, reason, message string) SubCondition {
+	return SubCondition{Type: typ, Status: ConditionTrue, Reason: reason, Message: message}
+}
+
+func eps(pairs ...any) []Endpoint {
+	var out []Endpoint
+	for i := 0; i < len(pairs); i += 2 {
+		out = append(out, Endpoint{Address: pairs[i].(string), Port: uint32(pairs[i+1].(int))})
+	}
+	return out
+}
