@@ -66,10 +66,13 @@ type Translation struct {
 // InvalidArgument carries BadRequest details). A response that cannot be
 // unpacked (an unexpected type URL, bytes that do not decode, a name that
 // disagrees with its resource, or a name listed twice) gives an error
-// wrapping ErrMalformedResponse. opts come after the client's defaults, so
-// they override them.
-func (c *Client) Translate(ctx context.Context, req *tributaryv1.TranslateRequest, opts ...grpc.CallOption) (*Translation, error) {
-	resp, err := c.rpc.Translate(ctx, req, callOptions(opts)...)
+// wrapping ErrMalformedResponse.
+func (c *Client) Translate(ctx context.Context, req *tributaryv1.TranslateRequest, opts ...TranslateOption) (*Translation, error) {
+	var o translateOptions
+	for _, opt := range opts {
+		opt.applyToTranslate(&o)
+	}
+	resp, err := c.rpc.Translate(ctx, req, callOptions(o.callOptions)...)
 	if err != nil {
 		return nil, err
 	}

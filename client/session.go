@@ -94,7 +94,7 @@ type SyncSession struct {
 func (c *Client) Sync(ctx context.Context, settings *tributaryv1.Settings, opts ...SyncOption) *SyncSession {
 	o := syncOptions{minBackoff: DefaultMinBackoff, maxBackoff: DefaultMaxBackoff, logger: slog.Default()}
 	for _, opt := range opts {
-		opt(&o)
+		opt.applyToSync(&o)
 	}
 	o.maxBackoff = max(o.maxBackoff, o.minBackoff)
 	ctx, cancel := context.WithCancelCause(ctx)

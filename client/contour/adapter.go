@@ -1,6 +1,7 @@
 package contour
 
 import (
+	"cmp"
 	"context"
 	"log/slog"
 	"reflect"
@@ -40,30 +41,6 @@ type StatusWriter interface {
 	RemoveStatus(namespace, name string)
 }
 
-// AdapterOptions configure an Adapter. Every sink may be nil, to ignore
-// that output.
-type AdapterOptions struct {
-	Clusters  ClusterSink
-	Endpoints EndpointSink
-	Statuses  StatusWriter
-	// Debounce is how long changes wait to be sent after the first of them;
-	// 0 means DefaultDebounce, a negative value sends only on Flush.
-	Debounce time.Duration
-	// UnwrapTombstone returns the object inside a tombstone that OnDelete
-	// received, and whether obj was one. Nil recognises client-go's
-	// cache.DeletedFinalStateUnknown by its shape (a struct with an Obj
-	// field), so the adapter needs no client-go; set it to unwrap anything
-	// else.
-	UnwrapTombstone func(obj any) (any, bool)
-	// OnFlushError receives the errors of automatic flushes (a
-	// *client.BatchRejectedError, or the session's end), on the goroutine
-	// that flushed; nil logs them. Errors after Close are not reported.
-	OnFlushError func(error)
-	// SyncOptions configure the session; an update handler among them is
-	// replaced by the adapter's.
-	SyncOptions []client.SyncOption
-}
-
 // Adapter turns the informer events Contour already receives into a Sync
 // session, and the session's output into calls on its caches and status
 // writer. Its OnAdd, OnUpdate and OnDelete have the signatures of client-go's
@@ -84,8 +61,8 @@ type AdapterOptions struct {
 // synced, so the first batch holds the complete initial list and no status
 // is ever written from a partial view (an ExtensionService whose Service has
 // not been listed yet is not "unresolved"). After that, changes are sent
-// Debounce after the first of them, in one batch, and each sink is called
-// with only what changed.
+// the debounce time (WithDebounce) after the first of them, in one batch,
+// and each sink is called with only what changed.
 //
 // An Adapter is safe for concurrent use.
 type Adapter struct {
@@ -126,24 +103,28 @@ type syncTarget interface {
 
 // NewAdapter opens a Sync session over c under settings and returns an
 // Adapter feeding it. The session lives until ctx ends or Close is called.
-func NewAdapter(ctx context.Context, c *client.Client, settings *Config, opts AdapterOptions) *Adapter {
-	a := newAdapter(ctx, opts)
+func NewAdapter(ctx context.Context, c *client.Client, settings *Config, opts ...AdapterOption) *Adapter {
+	var o adapterOptions
+	for _, opt := range opts {
+		opt.applyToAdapter(&o)
+	}
+	a := newAdapter(ctx, o)
 	syncSettings := Settings(settings)
-	a.session = c.Sync(ctx, syncSettings, a.syncOptions(opts)...)
+	a.session = c.Sync(ctx, syncSettings, a.syncOptions(o.syncOptions)...)
 	a.target = newReferencedOnly(a.session, syncSettings)
 	return a
 }
 
 // newAdapter returns an Adapter with no target yet.
-func newAdapter(ctx context.Context, opts AdapterOptions) *Adapter {
+func newAdapter(ctx context.Context, opts adapterOptions) *Adapter {
 	a := &Adapter{
 		ctx:       ctx,
-		clusters:  opts.Clusters,
-		endpoints: opts.Endpoints,
-		statuses:  opts.Statuses,
-		debounce:  opts.Debounce,
-		unwrap:    opts.UnwrapTombstone,
-		onError:   opts.OnFlushError,
+		clusters:  opts.clusters,
+		endpoints: opts.endpoints,
+		statuses:  opts.statuses,
+		debounce:  opts.debounce,
+		unwrap:    opts.unwrap,
+		onError:   opts.onFlushError,
 	}
 	if a.debounce == 0 {
 		a.debounce = DefaultDebounce
@@ -152,15 +133,16 @@ func newAdapter(ctx context.Context, opts AdapterOptions) *Adapter {
 		a.unwrap = unwrapByShape
 	}
 	if a.onError == nil {
-		a.onError = func(err error) { slog.Default().Error("tributary: sending informer changes failed", "error", err) }
+		logger := cmp.Or(opts.logger, slog.Default())
+		a.onError = func(err error) { logger.Error("tributary: sending informer changes failed", "error", err) }
 	}
 	return a
 }
 
 // syncOptions are the caller's session options with the adapter's update
 // handler last, so that it wins.
-func (a *Adapter) syncOptions(opts AdapterOptions) []client.SyncOption {
-	return append(append([]client.SyncOption{}, opts.SyncOptions...), client.WithUpdateHandler(a.apply))
+func (a *Adapter) syncOptions(opts []client.SyncOption) []client.SyncOption {
+	return append(append([]client.SyncOption{}, opts...), client.WithUpdateHandler(a.apply))
 }
 
 // OnAdd upserts obj. isInInitialList changes nothing: until the first
@@ -171,7 +153,7 @@ func (a *Adapter) OnAdd(obj any, isInInitialList bool) { a.upsert(obj) }
 func (a *Adapter) OnUpdate(oldObj, newObj any) { a.upsert(newObj) }
 
 // OnDelete deletes obj, which may be a tombstone (see
-// AdapterOptions.UnwrapTombstone).
+// WithTombstoneUnwrapper).
 func (a *Adapter) OnDelete(obj any) {
 	o, ok := convert(obj)
 	if !ok {

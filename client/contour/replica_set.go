@@ -28,13 +28,10 @@ type replicaSet struct {
 	interval time.Duration
 	deliver  func(client.Update)
 	logger   *slog.Logger
-	// nodeGroup is the xDS node group every session publishes to ("" for
-	// none), with Listeners when publishListeners; onNack gets what the
-	// group's xDS clients refuse, with the replica that reported it.
-	nodeGroup        string
-	publishListeners bool
-	onNack           func(replica string, n *tributaryv1.XdsNack)
-	wg               sync.WaitGroup
+	// onNack gets what the xDS clients of the group the sessions publish
+	// to refuse, with the replica that reported it.
+	onNack func(replica string, n *tributaryv1.XdsNack)
+	wg     sync.WaitGroup
 
 	// deliverMu orders everything that reaches the sinks: it is held while
 	// the primary changes and while an update is delivered, so the sinks
@@ -262,12 +259,10 @@ func (rs *replicaSet) join(addr string) (*replica, error) {
 	conn.Connect()
 	ctx, cancel := context.WithCancel(rs.ctx)
 	r := &replica{address: addr, conn: conn, cancel: cancel, kick: make(chan struct{}, 1)}
-	opts := append(slices.Clone(rs.syncOpts), client.WithUpdateHandler(func(u client.Update) { rs.onUpdate(r, u) }))
-	if rs.nodeGroup != "" {
-		opts = append(opts,
-			client.WithXDSPublishing(rs.nodeGroup, rs.publishListeners),
-			client.WithXDSNackHandler(func(n *tributaryv1.XdsNack) { rs.onNack(addr, n) }))
-	}
+	// The set's handlers come last, so that they win.
+	opts := append(slices.Clone(rs.syncOpts),
+		client.WithUpdateHandler(func(u client.Update) { rs.onUpdate(r, u) }),
+		client.WithXDSNackHandler(func(n *tributaryv1.XdsNack) { rs.onNack(addr, n) }))
 	r.session = client.New(conn).Sync(ctx, rs.settings, opts...)
 	r.session.Upsert(slices.Collect(maps.Values(rs.desired))...)
 	if rs.started {

@@ -1,6 +1,7 @@
 package contour
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"log/slog"
@@ -18,51 +19,17 @@ import (
 	tributaryv1 "github.com/tributary-dev/tributary/gen/go/tributary/v1"
 )
 
-// ReplicaOptions configure a ReplicatedAdapter.
-type ReplicaOptions struct {
-	// AdapterOptions configure the sinks, the batching and every replica's
-	// session, as for a single Adapter.
-	AdapterOptions
-	// Resolve finds the replicas (see LookupReplicas); required. An error
-	// or an empty answer keeps the replicas known so far: a DNS outage, or
-	// a moment with no ready pod, must not end sessions that can reconnect.
-	Resolve ResolveFunc
-	// ResolveInterval is the time between lookups; 0 means
-	// DefaultResolveInterval. A lookup may take at most that long.
-	ResolveInterval time.Duration
-	// DialOptions for each replica's connection, after the defaults:
-	// plaintext, client keepalive every 15 s (so a replica whose node died
-	// is noticed), no idle timeout (so a connection is only not Ready when
-	// its replica is unreachable). Add transport credentials here for TLS.
-	DialOptions []grpc.DialOption
-	// Logger receives replica changes and failovers; nil is slog.Default().
-	Logger *slog.Logger
-	// XDSNodeGroup, when set, makes every replica publish its session's
-	// Clusters and ClusterLoadAssignments over xDS to the clients of that
-	// node group (SyncStart.xds_node_group): their node.cluster, or node.id
-	// when that is empty. With xdsClusterName naming a bootstrap cluster
-	// that reaches the replicas' xDS port, Envoy then fetches endpoints
-	// from Tributary directly; see docs/direct-eds.md. Every replica must
-	// serve xDS (tributary serve --xds-address).
-	XDSNodeGroup string
-	// PublishListeners also publishes a Listener per Cluster, for
-	// proxyless gRPC clients (SyncStart.publish_listeners); it needs
-	// XDSNodeGroup.
-	PublishListeners bool
-	// OnXDSNack receives what an xDS client of the node group rejected,
-	// with the address of the replica that served it; nil logs it.
-	OnXDSNack func(replica string, nack *tributaryv1.XdsNack)
-}
-
 // ReplicatedAdapter is an Adapter for Tributary run as several replicas:
 // it keeps one Sync session per replica, sends every informer event to all
 // of them, and hands the sinks the output of one. Kubernetes, through the
 // informers, stays the only source of truth: each replica holds exactly what
 // its session sent it, so every replica serves the same output (over xDS,
-// with ReplicaOptions.XDSNodeGroup), and any Envoy may connect to any
-// replica. There is no store shared between replicas.
+// with client.WithXDSPublishing among the session options), and any Envoy
+// may connect to any replica. There is no store shared between replicas.
 //
-// Replicas come and go as Resolve says. A replica that appears gets every
+// Replicas come and go as resolve says: an error or an empty answer keeps
+// the replicas known so far, since a DNS outage, or a moment with no ready
+// pod, must not end sessions that can reconnect. A replica that appears gets every
 // current object in its session's first batch (at once, once the first
 // Flush is done), so it converges to the full state; a replica that
 // disappears has its session closed.
@@ -72,8 +39,8 @@ type ReplicaOptions struct {
 // whose connection is Ready and whose session has answered a flush since
 // it joined and since its connection was last lost (so its output is that
 // of the complete, current object set, not what it held before an
-// outage); it stays primary while that holds. When it fails, the next such replica becomes primary and the
-// sinks get the difference between what they have and its output, which is
+// outage); it stays primary while that holds. When it fails, the next
+// such replica becomes primary and the sinks get the difference between what they have and its output, which is
 // nothing when the replicas agree. With no such replica the sinks keep what
 // they have.
 //
@@ -86,27 +53,36 @@ type ReplicatedAdapter struct {
 	set     *replicaSet
 }
 
-// NewReplicatedAdapter starts looking replicas up, and keeps a session
-// under settings open to each, until ctx ends or Close is called. The first
-// lookup happens at once, in the background.
-func NewReplicatedAdapter(ctx context.Context, settings *Config, opts ReplicaOptions) (*ReplicatedAdapter, error) {
-	if opts.Resolve == nil {
-		return nil, errors.New("tributary: ReplicaOptions.Resolve is required")
+// NewReplicatedAdapter starts looking replicas up with resolve (see
+// LookupReplicas), and keeps a session under settings open to each, until
+// ctx ends or Close is called. The first lookup happens at once, in the
+// background.
+//
+// To have Envoy fetch endpoints from the replicas directly, publish over
+// xDS, WithSyncOptions(client.WithXDSPublishing(nodeGroup, false)), with
+// xdsClusterName naming a bootstrap cluster that reaches the replicas' xDS
+// port; see docs/direct-eds.md. Every replica must then serve xDS
+// (tributary serve --xds-address).
+func NewReplicatedAdapter(ctx context.Context, settings *Config, resolve ResolveFunc, opts ...ReplicaOption) (*ReplicatedAdapter, error) {
+	if resolve == nil {
+		return nil, errors.New("tributary: NewReplicatedAdapter needs a ResolveFunc")
 	}
-	if opts.PublishListeners && opts.XDSNodeGroup == "" {
-		return nil, errors.New("tributary: ReplicaOptions.PublishListeners needs an XDSNodeGroup to publish to")
+	var o replicaOptions
+	for _, opt := range opts {
+		opt.applyToReplicas(&o)
 	}
-	a := newAdapter(ctx, opts.AdapterOptions)
+	a := newAdapter(ctx, o.adapterOptions)
 	ctx, cancel := context.WithCancel(ctx)
 	rs := &replicaSet{
 		ctx:       ctx,
 		cancel:    cancel,
 		settings:  Settings(settings),
-		syncOpts:  opts.SyncOptions,
-		resolve:   opts.Resolve,
-		interval:  opts.ResolveInterval,
+		syncOpts:  o.syncOptions,
+		resolve:   resolve,
+		interval:  o.resolveInterval,
 		deliver:   a.apply,
-		logger:    opts.Logger,
+		logger:    cmp.Or(o.logger, slog.Default()),
+		onNack:    o.onXDSNack,
 		delivered: newDeliveredState(),
 		desired:   map[objectkind.Key]*tributaryv1.KubernetesObject{},
 		replicas:  map[string]*replica{},
@@ -115,23 +91,17 @@ func NewReplicatedAdapter(ctx context.Context, settings *Config, opts ReplicaOpt
 	if rs.interval <= 0 {
 		rs.interval = DefaultResolveInterval
 	}
-	if rs.logger == nil {
-		rs.logger = slog.Default()
+	if rs.onNack == nil {
+		rs.onNack = func(replica string, n *tributaryv1.XdsNack) {
+			rs.logger.Warn("tributary: an xDS client rejected resources", "replica", replica, "node", n.GetNodeId(),
+				"group", n.GetNodeGroup(), "type", n.GetTypeUrl(), "resources", n.GetResourceNames(), "error", n.GetErrorDetail())
+		}
 	}
 	rs.dialOpts = append([]grpc.DialOption{
 		grpc.WithTransportCredentials(insecure.NewCredentials()),
 		grpc.WithKeepaliveParams(keepalive.ClientParameters{Time: 15 * time.Second, Timeout: 5 * time.Second, PermitWithoutStream: true}),
 		grpc.WithIdleTimeout(0),
-	}, opts.DialOptions...)
-	if opts.XDSNodeGroup != "" {
-		rs.nodeGroup, rs.publishListeners, rs.onNack = opts.XDSNodeGroup, opts.PublishListeners, opts.OnXDSNack
-		if rs.onNack == nil {
-			rs.onNack = func(replica string, n *tributaryv1.XdsNack) {
-				rs.logger.Warn("tributary: an xDS client rejected resources", "replica", replica, "node", n.GetNodeId(),
-					"group", n.GetNodeGroup(), "type", n.GetTypeUrl(), "resources", n.GetResourceNames(), "error", n.GetErrorDetail())
-			}
-		}
-	}
+	}, o.dialOptions...)
 	a.target = newReferencedOnly(rs, rs.settings)
 	rs.wg.Go(rs.resolveLoop)
 	return &ReplicatedAdapter{adapter: a, set: rs}, nil

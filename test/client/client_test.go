@@ -174,7 +174,7 @@ func TestMessageSizes(t *testing.T) {
 	if len(got.Statuses) != 40_000 {
 		t.Errorf("got %d statuses, want 40000", len(got.Statuses))
 	}
-	_, err = client.New(conn).Translate(t.Context(), req, grpc.MaxCallRecvMsgSize(1024))
+	_, err = client.New(conn).Translate(t.Context(), req, client.WithCallOptions(grpc.MaxCallRecvMsgSize(1024)))
 	if status.Code(err) != codes.ResourceExhausted {
 		t.Errorf("with a 1 KiB receive limit: got %v, want ResourceExhausted", err)
 	}

@@ -376,12 +376,12 @@ func TestAdapterInformerScenario(t *testing.T) {
 	ca1, ca2 := newCA(t, "authz CA 1"), newCA(t, "authz CA 2")
 	sink := newCaches()
 	var flushErrs []error
-	a := contour.NewAdapter(t.Context(), client.New(conn), nil, contour.AdapterOptions{
-		Clusters: sink, Endpoints: sink, Statuses: sink,
-		Debounce:     -1, // every step ends with an explicit Flush
-		OnFlushError: func(err error) { flushErrs = append(flushErrs, err) },
-		SyncOptions:  []client.SyncOption{client.WithLogger(slog.New(slog.NewTextHandler(io.Discard, nil)))},
-	})
+	a := contour.NewAdapter(t.Context(), client.New(conn), nil,
+		contour.WithClusterSink(sink), contour.WithEndpointSink(sink), contour.WithStatusWriter(sink),
+		contour.WithDebounce(-1), // every step ends with an explicit Flush
+		contour.WithFlushErrorHandler(func(err error) { flushErrs = append(flushErrs, err) }),
+		contour.WithSyncOptions(client.WithLogger(slog.New(slog.NewTextHandler(io.Discard, nil)))),
+	)
 	defer a.Close()
 
 	// inputs mirrors the informers' caches, to ask Translate for the same
@@ -606,29 +606,29 @@ func translateAll(t *testing.T, conn *grpc.ClientConn, inputs map[string]any) st
 func wrapUint32(v uint32) *wrapperspb.UInt32Value { return wrapperspb.UInt32(v) }
 
 // tombstone is a tombstone of a kind the adapter cannot guess, for
-// AdapterOptions.UnwrapTombstone.
+// contour.WithTombstoneUnwrapper.
 type tombstone struct{ last runtime.Object }
 
 // TestAdapterFlushesByItself: once the first Flush is done, changes reach
-// the caches with no Flush, a refused change is reported to OnFlushError,
+// the caches with no Flush, a refused change is reported to the flush error handler,
 // and a tombstone hook is used for deletions.
 func TestAdapterFlushesByItself(t *testing.T) {
 	conn := dial(t)
 	sink := newCaches()
 	flushErrs := make(chan error, 10)
-	a := contour.NewAdapter(t.Context(), client.New(conn), &contour.Config{ConnectTimeout: "1s"}, contour.AdapterOptions{
-		Clusters: sink, Endpoints: sink, Statuses: sink,
-		Debounce:     time.Millisecond,
-		OnFlushError: func(err error) { flushErrs <- err },
-		UnwrapTombstone: func(obj any) (any, bool) {
+	a := contour.NewAdapter(t.Context(), client.New(conn), &contour.Config{ConnectTimeout: "1s"},
+		contour.WithClusterSink(sink), contour.WithEndpointSink(sink), contour.WithStatusWriter(sink),
+		contour.WithDebounce(time.Millisecond),
+		contour.WithFlushErrorHandler(func(err error) { flushErrs <- err }),
+		contour.WithTombstoneUnwrapper(func(obj any) (any, bool) {
 			ts, ok := obj.(*tombstone)
 			if !ok {
 				return nil, false
 			}
 			return ts.last, true
-		},
-		SyncOptions: []client.SyncOption{client.WithLogger(slog.New(slog.NewTextHandler(io.Discard, nil)))},
-	})
+		}),
+		contour.WithSyncOptions(client.WithLogger(slog.New(slog.NewTextHandler(io.Discard, nil)))),
+	)
 	defer a.Close()
 
 	es := extAuthz(1, 1, 0)
@@ -662,7 +662,7 @@ func TestAdapterFlushesByItself(t *testing.T) {
 	case err := <-flushErrs:
 		var rejected *client.BatchRejectedError
 		if !errors.As(err, &rejected) || !strings.Contains(rejected.Message, "metadata.name is required") {
-			t.Errorf("OnFlushError got %v, want a rejected batch naming metadata.name", err)
+			t.Errorf("the flush error handler got %v, want a rejected batch naming metadata.name", err)
 		}
 	case <-time.After(30 * time.Second):
 		t.Fatal("no flush error within 30s")
@@ -830,14 +830,14 @@ func TestAdapterAfterRejectedBatch(t *testing.T) {
 // sends only on Flush, delivering to sink (when not nil), and closed when
 // the test ends.
 func flushedByHand(tb testing.TB, conn *grpc.ClientConn, sink *caches) *contour.Adapter {
-	opts := contour.AdapterOptions{
-		Debounce:    -1,
-		SyncOptions: []client.SyncOption{client.WithLogger(slog.New(slog.DiscardHandler))},
+	opts := []contour.AdapterOption{
+		contour.WithDebounce(-1),
+		contour.WithSyncOptions(client.WithLogger(slog.New(slog.DiscardHandler))),
 	}
 	if sink != nil {
-		opts.Clusters, opts.Endpoints, opts.Statuses = sink, sink, sink
+		opts = append(opts, contour.WithClusterSink(sink), contour.WithEndpointSink(sink), contour.WithStatusWriter(sink))
 	}
-	a := contour.NewAdapter(tb.Context(), client.New(conn), nil, opts)
+	a := contour.NewAdapter(tb.Context(), client.New(conn), nil, opts...)
 	tb.Cleanup(a.Close)
 	return a
 }

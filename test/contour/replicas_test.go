@@ -97,20 +97,17 @@ func TestReplicatedAdapterFailover(t *testing.T) {
 	logger := slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	ca1, ca2 := newCA(t, "authz CA 1"), newCA(t, "authz CA 2")
 	sink := newCaches()
-	a, err := contour.NewReplicatedAdapter(t.Context(), &contour.Config{XDSClusterName: "tributary"}, contour.ReplicaOptions{
-		AdapterOptions: contour.AdapterOptions{
-			Clusters: sink, Endpoints: sink, Statuses: sink,
-			Debounce:    -1, // every step ends with an explicit Flush
-			SyncOptions: []client.SyncOption{client.WithLogger(logger), client.WithBackoff(10*time.Millisecond, 100*time.Millisecond)},
-		},
-		Resolve:         dns.resolve,
-		ResolveInterval: 10 * time.Millisecond,
-		Logger:          logger,
-		XDSNodeGroup:    xdsNode.GetCluster(),
-		OnXDSNack: func(replica string, n *tributaryv1.XdsNack) {
+	a, err := contour.NewReplicatedAdapter(t.Context(), &contour.Config{XDSClusterName: "tributary"}, dns.resolve,
+		contour.WithClusterSink(sink), contour.WithEndpointSink(sink), contour.WithStatusWriter(sink),
+		contour.WithDebounce(-1), // every step ends with an explicit Flush
+		contour.WithSyncOptions(client.WithLogger(logger), client.WithBackoff(10*time.Millisecond, 100*time.Millisecond),
+			client.WithXDSPublishing(xdsNode.GetCluster(), false)),
+		contour.WithResolveInterval(10*time.Millisecond),
+		contour.WithLogger(logger),
+		contour.WithXDSNackHandler(func(replica string, n *tributaryv1.XdsNack) {
 			t.Errorf("replica %s: an xDS client rejected %v: %s", replica, n.GetResourceNames(), n.GetErrorDetail())
-		},
-	})
+		}),
+	)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -573,16 +570,14 @@ func TestReplicatedAdapterRejoinsUpToDate(t *testing.T) {
 	}()
 	logger := slog.New(slog.NewTextHandler(logs, nil))
 	sink := newCaches()
-	a, err := contour.NewReplicatedAdapter(t.Context(), nil, contour.ReplicaOptions{
-		AdapterOptions: contour.AdapterOptions{
-			Clusters: sink, Endpoints: sink, Statuses: sink,
-			Debounce:    -1,
-			SyncOptions: []client.SyncOption{client.WithLogger(logger), client.WithBackoff(10*time.Millisecond, 50*time.Millisecond)},
-		},
-		Resolve:         func(context.Context) ([]string, error) { return slices.Clone(addrs), nil },
-		ResolveInterval: 10 * time.Millisecond,
-		Logger:          logger,
-	})
+	a, err := contour.NewReplicatedAdapter(t.Context(), nil,
+		func(context.Context) ([]string, error) { return slices.Clone(addrs), nil },
+		contour.WithClusterSink(sink), contour.WithEndpointSink(sink), contour.WithStatusWriter(sink),
+		contour.WithDebounce(-1),
+		contour.WithSyncOptions(client.WithLogger(logger), client.WithBackoff(10*time.Millisecond, 50*time.Millisecond)),
+		contour.WithResolveInterval(10*time.Millisecond),
+		contour.WithLogger(logger),
+	)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -701,12 +696,12 @@ func TestReplicatedAdapterNothingToSync(t *testing.T) {
 	r := newGatedReplica(t)
 	r.start(nil)
 	addr := r.address
-	a, err := contour.NewReplicatedAdapter(t.Context(), nil, contour.ReplicaOptions{
-		AdapterOptions:  contour.AdapterOptions{Debounce: -1},
-		Resolve:         func(context.Context) ([]string, error) { return []string{addr}, nil },
-		ResolveInterval: 10 * time.Millisecond,
-		Logger:          slog.New(slog.NewTextHandler(io.Discard, nil)),
-	})
+	a, err := contour.NewReplicatedAdapter(t.Context(), nil,
+		func(context.Context) ([]string, error) { return []string{addr}, nil },
+		contour.WithDebounce(-1),
+		contour.WithResolveInterval(10*time.Millisecond),
+		contour.WithLogger(slog.New(slog.NewTextHandler(io.Discard, nil))),
+	)
 	if err != nil {
 		t.Fatal(err)
 	}
