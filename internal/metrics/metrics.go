@@ -19,6 +19,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/reflection"
+
+	"github.com/tributary-dev/tributary/internal/session"
 )
 
 // RPC label values of tributary_translation_duration_seconds and
@@ -170,8 +172,14 @@ var (
 )
 
 // ObjectKinds are the kind label values of tributary_sync_session_objects:
-// the Kubernetes kinds a session holds.
-var ObjectKinds = []string{"ExtensionService", "Service", "EndpointSlice", "Secret", "TLSCertificateDelegation"}
+// the names of the kinds a session holds.
+var ObjectKinds = func() []string {
+	var names []string
+	for k := range session.Kinds() {
+		names = append(names, k.String())
+	}
+	return names
+}()
 
 // Registry is the registry every metric is in, for tests and for callers
 // that add collectors of their own.

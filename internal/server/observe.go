@@ -12,7 +12,6 @@ import (
 
 	tributaryv1 "github.com/tributary-dev/tributary/gen/go/tributary/v1"
 	"github.com/tributary-dev/tributary/internal/metrics"
-	"github.com/tributary-dev/tributary/internal/session"
 	"github.com/tributary-dev/tributary/internal/translate"
 )
 
@@ -76,16 +75,6 @@ func orDefaultLogger(l *slog.Logger) *slog.Logger {
 	}
 	return l
 }
-
-// objectKindLabels are the metrics kind labels of session kinds: the kind
-// names of the kinds table.
-var objectKindLabels = func() map[session.Kind]string {
-	m := make(map[session.Kind]string, numKinds)
-	for _, k := range kinds {
-		m[k.session] = k.name
-	}
-	return m
-}()
 
 // countSent counts the resources of one answer as sent over rpc.
 func countSent(m *metrics.Metrics, rpc string, clusters, clusterLoadAssignments []*tributaryv1.Resource) {

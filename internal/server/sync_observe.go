@@ -3,7 +3,6 @@ package server
 import (
 	"context"
 	"log/slog"
-	"sync"
 	"time"
 
 	tributaryv1 "github.com/tributary-dev/tributary/gen/go/tributary/v1"
@@ -12,19 +11,16 @@ import (
 )
 
 // syncObserver reports one Sync session: its log lines, every one of which
-// carries the session id, and its metrics. Its receiver-side methods
-// (applied, rejected) and sender-side ones (answered) may run at once.
+// carries the session id, and its metrics. Like the session, it belongs to
+// the call's loop.
 type syncObserver struct {
 	log     *slog.Logger
 	metrics *metrics.Metrics // nil records nothing
 	began   time.Time
 
-	mu sync.Mutex
-	// held is nil without metrics (see heldObjects).
-	held *heldObjects
-	// over is set by end; objects applied later are not counted, since
-	// end has withdrawn the session's objects already.
-	over                                    bool
+	// reported is what tributary_sync_session_objects was given, by kind:
+	// what to take back when the session ends. Nil without metrics.
+	reported                                map[session.Kind]int
 	batches, rejections, answers, coalesced uint64
 }
 
@@ -33,34 +29,31 @@ type syncObserver struct {
 func (t translationService) observeSession(ctx context.Context, start *tributaryv1.SyncStart) *syncObserver {
 	o := &syncObserver{log: orDefaultLogger(t.logger).With(sessionKey, sessionID(ctx)), metrics: t.metrics, began: time.Now()}
 	if o.metrics != nil {
-		o.held = newHeldObjects()
+		o.reported = map[session.Kind]int{}
 	}
 	o.metrics.SessionStarted()
 	o.log.Debug("sync session started", "include_json", start.GetIncludeJson())
 	return o
 }
 
-// applied records that the session applied b in d.
-func (o *syncObserver) applied(b *session.Batch, d time.Duration) {
+// applied records that s applied a batch in d.
+func (o *syncObserver) applied(s *session.Session, d time.Duration) {
 	o.metrics.ObserveTranslation(metrics.RPCSync, d)
-	var changes map[session.Kind]int
-	if o.held != nil {
-		changes = o.held.apply(b) // the receiver's alone, like the session
-	}
-	o.mu.Lock()
-	defer o.mu.Unlock()
 	o.batches++
-	if !o.over && o.held != nil {
-		o.held.report(o.metrics, changes)
+	if o.reported == nil {
+		return
+	}
+	for k := range session.Kinds() {
+		n := s.Objects(k)
+		o.metrics.AddSessionObjects(k.String(), n-o.reported[k])
+		o.reported[k] = n
 	}
 }
 
 // rejected records that batch id was rejected for p.
 func (o *syncObserver) rejected(id uint64, p *problems) {
 	o.metrics.BatchRejected()
-	o.mu.Lock()
 	o.rejections++
-	o.mu.Unlock()
 	o.log.Info("sync batch rejected", "batch", id, "error", p.message())
 }
 
@@ -71,8 +64,6 @@ func (o *syncObserver) answered(resp *tributaryv1.SyncResponse, covered uint64) 
 	countSent(o.metrics, metrics.RPCSync, delta.GetClusters(), delta.GetClusterLoadAssignments())
 	merged := covered - 1 // every answer covers at least one batch
 	o.metrics.DeltasCoalesced(int(merged))
-	o.mu.Lock()
-	defer o.mu.Unlock()
 	o.answers++
 	o.coalesced += merged
 }
@@ -80,14 +71,10 @@ func (o *syncObserver) answered(resp *tributaryv1.SyncResponse, covered uint64) 
 // end records that the session ended, with err (nil when the client
 // half-closed): the session no longer counts as active, nor do its objects.
 func (o *syncObserver) end(err error) {
-	o.mu.Lock()
-	o.over = true
-	if o.held != nil {
-		o.held.withdraw(o.metrics)
+	for k, n := range o.reported {
+		o.metrics.AddSessionObjects(k.String(), -n)
 	}
-	batches, rejections, answers, coalesced := o.batches, o.rejections, o.answers, o.coalesced
-	o.mu.Unlock()
 	o.metrics.SessionEnded()
-	o.log.Debug("sync session ended", "batches", batches, "rejected", rejections, "answers", answers,
-		"coalesced", coalesced, "duration", time.Since(o.began), "error", err)
+	o.log.Debug("sync session ended", "batches", o.batches, "rejected", o.rejections, "answers", o.answers,
+		"coalesced", o.coalesced, "duration", time.Since(o.began), "error", err)
 }

@@ -16,13 +16,23 @@ import (
 const maxPendingNacks = 256
 
 // syncXDS is the xDS side of one Sync call: the Publication of its node
-// group, if it named one, and what the Publisher reported for the sender
-// to send. The fields below publication are guarded by syncCall.mu.
+// group, if it named one, and what the Publisher reports, which comes from
+// xDS streams' goroutines and reaches the loop through channels.
 type syncXDS struct {
 	publication *xds.Publication // nil when the session publishes nothing
-	nacks       []*tributaryv1.XdsNack
-	superseded  bool
+	// nacks holds the NACKs waiting to be sent (see nackQueue); nil
+	// without a publication.
+	nacks nackQueue
+	// replaced is closed when a newer session takes the node group over:
+	// the one signal of it the loop heeds (Publication.Apply's
+	// ErrSuperseded says the same, later). superseded is set once the loop
+	// has seen it.
+	replaced   chan struct{}
+	superseded bool
 }
+
+// errSuperseded ends a Sync call whose node group a newer session took over.
+var errSuperseded = status.Error(codes.Aborted, "a newer Sync session publishes this xds_node_group now; this one ended")
 
 // openPublication opens the Publication start asks for, if any: a session
 // naming a node group on a server without xDS fails with
@@ -38,15 +48,17 @@ func (t translationService) openPublication(s *syncCall, start *tributaryv1.Sync
 	case t.xds == nil:
 		return status.Error(codes.FailedPrecondition, "xds_node_group is set but this server does not serve xDS (tributary serve --xds-address)")
 	}
+	nacks, replaced := make(nackQueue, maxPendingNacks), make(chan struct{})
 	pub, err := t.xds.Open(group, xds.PublicationOptions{
-		Listeners:    start.GetPublishListeners(),
-		OnNack:       s.addNack,
-		OnSuperseded: s.supersede,
+		Listeners: start.GetPublishListeners(),
+		OnNack:    nacks.push,
+		// Called once, by the Publisher's contract.
+		OnSuperseded: func() { close(replaced) },
 	})
 	if err != nil {
 		return status.Error(codes.InvalidArgument, err.Error())
 	}
-	s.xds.publication = pub
+	s.xds.publication, s.xds.nacks, s.xds.replaced = pub, nacks, replaced
 	return nil
 }
 
@@ -59,10 +71,8 @@ func (s *syncCall) closePublication() {
 	}
 }
 
-// publish publishes what d changed. It runs on the receiver, before the
-// delta goes to the outbox, so xDS clients get a change no later than the
-// Sync client. A superseded Publication changes nothing: the sender ends
-// the call.
+// publish publishes what d changed. A superseded Publication changes
+// nothing, and its error is not the signal the loop heeds (see syncXDS).
 func (s *syncCall) publish(d *session.Delta) {
 	if s.xds.publication == nil || d.Empty() {
 		return
@@ -75,14 +85,23 @@ func (s *syncCall) publish(d *session.Delta) {
 	})
 }
 
-// addNack queues n for the sender (xds.PublicationOptions.OnNack).
-func (s *syncCall) addNack(n xds.Nack) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if len(s.xds.nacks) == maxPendingNacks {
-		s.xds.nacks = s.xds.nacks[1:]
+// supersededOrNil is the channel that tells of a takeover, or nil (never
+// ready) without a publication or once the loop has seen it.
+func (x *syncXDS) supersededOrNil() <-chan struct{} {
+	if x.superseded {
+		return nil
 	}
-	s.xds.nacks = append(s.xds.nacks, &tributaryv1.XdsNack{
+	return x.replaced
+}
+
+// nackQueue holds the newest NACKs waiting to be sent, up to its capacity.
+// The Publisher calls push from xDS streams' goroutines, which must not
+// block, so a full queue drops its oldest NACK to make room.
+type nackQueue chan *tributaryv1.XdsNack
+
+// push queues n (xds.PublicationOptions.OnNack).
+func (q nackQueue) push(n xds.Nack) {
+	nack := &tributaryv1.XdsNack{
 		NodeId:          n.NodeID,
 		NodeGroup:       n.NodeGroup,
 		TypeUrl:         n.TypeURL,
@@ -90,39 +109,20 @@ func (s *syncCall) addNack(n xds.Nack) {
 		ErrorDetail:     n.ErrorDetail,
 		RejectedVersion: n.RejectedVersion,
 		AcceptedVersion: n.AcceptedVersion,
-	})
-	s.changed.Broadcast()
-}
-
-// supersede tells the sender to end the call
-// (xds.PublicationOptions.OnSuperseded).
-func (s *syncCall) supersede() {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.xds.superseded = true
-	s.changed.Broadcast()
-}
-
-// xdsPendingLocked reports whether the sender has xDS news to act on.
-func (s *syncCall) xdsPendingLocked() bool {
-	return s.xds.superseded || len(s.xds.nacks) > 0
-}
-
-// sendXDSLocked sends the pending NACKs, or ends the call with Aborted if a
-// newer session took the node group over. It is called with s.mu held and
-// returns with it released; done says the call is over, with err.
-func (s *syncCall) sendXDSLocked() (done bool, err error) {
-	if s.xds.superseded {
-		s.mu.Unlock()
-		return true, status.Error(codes.Aborted, "a newer Sync session publishes this xds_node_group now; this one ended")
 	}
-	nacks := s.xds.nacks
-	s.xds.nacks = nil
-	s.mu.Unlock()
-	for _, n := range nacks {
-		if err := s.stream.Send(&tributaryv1.SyncResponse{Message: &tributaryv1.SyncResponse_XdsNack{XdsNack: n}}); err != nil {
-			return true, err
+	for {
+		select {
+		case q <- nack:
+			return
+		default:
+		}
+		select {
+		case <-q: // full: drop the oldest
+		default: // the loop took one meanwhile
 		}
 	}
-	return false, nil
+}
+
+func nackResponse(n *tributaryv1.XdsNack) *tributaryv1.SyncResponse {
+	return &tributaryv1.SyncResponse{Message: &tributaryv1.SyncResponse_XdsNack{XdsNack: n}}
 }

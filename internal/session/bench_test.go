@@ -1,7 +1,6 @@
 package session_test
 
 import (
-	"context"
 	"fmt"
 	"runtime"
 	"slices"
@@ -88,15 +87,14 @@ func BenchmarkApplyOneEndpoint(b *testing.B) {
 		o := session.NewOutbox()
 		o.Put(0, s.Apply(&session.Batch{Upserts: variants[i&1]}))
 		i++
-		ctx := context.Background()
-		if _, _, err := o.Take(ctx); err != nil {
-			b.Fatal(err)
+		if _, _, ok := o.Take(); !ok {
+			b.Fatal("nothing to take")
 		}
 		timed(b, func() session.Delta {
 			o.Put(uint64(i), s.Apply(&session.Batch{Upserts: variants[i&1]}))
-			_, d, err := o.Take(ctx)
-			if err != nil {
-				b.Fatal(err)
+			_, d, ok := o.Take()
+			if !ok {
+				b.Fatal("nothing to take")
 			}
 			return d
 		})
@@ -143,8 +141,8 @@ func BenchmarkSessionMemory(b *testing.B) {
 		o := session.NewOutbox()
 		o.Put(1, s.Apply(&session.Batch{Upserts: *objs}))
 		// objs is dead from here on: only the session's copies remain.
-		if _, _, err := o.Take(context.Background()); err != nil {
-			b.Fatal(err)
+		if _, _, ok := o.Take(); !ok {
+			b.Fatal("nothing to take")
 		}
 		runtime.GC()
 		runtime.ReadMemStats(&after)
@@ -167,9 +165,8 @@ func BenchmarkOutboxPutTake(b *testing.B) {
 				initial.ClusterLoadAssignments = append(initial.ClusterLoadAssignments, translate.Resource{Name: name, Version: "0", Body: []byte{1}})
 			}
 			o.Put(0, initial)
-			ctx := context.Background()
-			if _, _, err := o.Take(ctx); err != nil {
-				b.Fatal(err)
+			if _, _, ok := o.Take(); !ok {
+				b.Fatal("nothing to take")
 			}
 			changes := [2]session.Delta{
 				{ClusterLoadAssignments: []translate.Resource{{Name: "extension/ns/ext-00000", Version: "0", Body: []byte{1}}}},
@@ -181,9 +178,9 @@ func BenchmarkOutboxPutTake(b *testing.B) {
 			for b.Loop() {
 				i++
 				o.Put(i, changes[i&1])
-				id, d, err := o.Take(ctx)
-				if err != nil || id != i || len(d.ClusterLoadAssignments) != 1 {
-					b.Fatalf("Take = %d, %d CLAs, %v", id, len(d.ClusterLoadAssignments), err)
+				id, d, ok := o.Take()
+				if !ok || id != i || len(d.ClusterLoadAssignments) != 1 {
+					b.Fatalf("Take = %d, %d CLAs, %v", id, len(d.ClusterLoadAssignments), ok)
 				}
 			}
 		})

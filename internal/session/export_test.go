@@ -9,8 +9,6 @@ func ObserveRebuilds(s *Session, f func([]source.NamespacedName)) { s.observeReb
 // OutboxPending is how many entries o holds for the reader, pending and
 // already taken: what its memory grows with.
 func OutboxPending(o *Outbox) (pending, taken int) {
-	o.mu.Lock()
-	defer o.mu.Unlock()
 	pending = len(o.clusters.changed) + len(o.clas.changed) + len(o.statuses.changed)
 	taken = len(o.clusters.sent) + len(o.clas.sent) + len(o.statuses.sent)
 	return pending, taken

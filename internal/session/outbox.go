@@ -2,20 +2,21 @@ package session
 
 import (
 	"cmp"
-	"context"
 	"slices"
-	"sync"
 
 	"github.com/tributary-dev/tributary/internal/model"
 	"github.com/tributary-dev/tributary/internal/source"
 	"github.com/tributary-dev/tributary/internal/translate"
 )
 
-// Outbox sits between the goroutine that applies batches and the one that
-// sends answers. It merges pending deltas per resource, so a reader that
-// falls behind receives the latest state of each changed resource once,
-// and memory stays bounded by the size of the output, never by the number of
-// batches. It is safe for concurrent use by one writer and one reader.
+// Outbox merges the deltas of the batches applied since they were last
+// taken out to be sent, per resource, so a reader that falls behind
+// receives the latest state of each changed resource once, and memory stays
+// bounded by the size of the output, never by the number of batches.
+//
+// An Outbox is a plain data structure, not safe for concurrent use: one
+// goroutine (a Sync call's loop) puts deltas in and takes them out, and
+// decides itself when to take, so there is nothing to wait on.
 //
 // The Outbox knows what the reader has (the version of every resource and a
 // hash of every status it took), and keeps pending only what differs from
@@ -24,11 +25,6 @@ import (
 // at most one per name of the reader's output or the writer's, whatever the
 // number of batches.
 type Outbox struct {
-	mu sync.Mutex
-	// ready holds a token while something is pending, so Take can wait
-	// for it alongside ctx.
-	ready chan struct{}
-
 	// pending says whether a batch has been Put since the last Take, and
 	// batchID which was the last.
 	pending bool
@@ -64,7 +60,6 @@ type pendingStatus struct {
 // NewOutbox returns an empty Outbox.
 func NewOutbox() *Outbox {
 	return &Outbox{
-		ready:    make(chan struct{}, 1),
 		clusters: pendingResources{sent: map[string]string{}, changed: map[string]translate.Resource{}},
 		clas:     pendingResources{sent: map[string]string{}, changed: map[string]translate.Resource{}},
 		statuses: pendingStatuses{
@@ -79,8 +74,6 @@ func NewOutbox() *Outbox {
 // The Outbox keeps the Resources and Statuses of d, which must not change
 // afterwards (Session.Apply's deltas never do).
 func (o *Outbox) Put(batchID uint64, d Delta) {
-	o.mu.Lock()
-	defer o.mu.Unlock()
 	o.pending, o.batchID = true, batchID
 	o.clusters.put(d.Clusters, d.RemovedClusters)
 	o.clas.put(d.ClusterLoadAssignments, d.RemovedClusterLoadAssignments)
@@ -89,10 +82,6 @@ func (o *Outbox) Put(batchID uint64, d Delta) {
 	}
 	for _, name := range d.RemovedStatuses {
 		o.statuses.put(pendingStatus{status: model.Status{Namespace: name.Namespace, Name: name.Name}, removed: true})
-	}
-	select {
-	case o.ready <- struct{}{}:
-	default: // a token is there already
 	}
 }
 
@@ -123,32 +112,23 @@ func (p *pendingStatuses) put(st pendingStatus) {
 	p.changed[name] = st
 }
 
-// Take waits until something is pending or ctx ends, and returns the merged
-// delta with the id of the last batch it covers. The delta leaves out what
-// the reader already has: a resource changed and changed back, or added and
-// removed again, since the last Take is not in it.
-func (o *Outbox) Take(ctx context.Context) (batchID uint64, d Delta, err error) {
-	for {
-		select {
-		case <-ctx.Done():
-			return 0, Delta{}, ctx.Err()
-		case <-o.ready:
-		}
-		o.mu.Lock()
-		if !o.pending {
-			// The token outlived the Put that left it (a Take already
-			// collected that Put); wait for the next.
-			o.mu.Unlock()
-			continue
-		}
-		batchID = o.batchID
-		d.Clusters, d.RemovedClusters = o.clusters.take()
-		d.ClusterLoadAssignments, d.RemovedClusterLoadAssignments = o.clas.take()
-		d.Statuses, d.RemovedStatuses = o.statuses.take()
-		o.pending = false
-		o.mu.Unlock()
-		return batchID, d, nil
+// Pending reports whether a batch has been Put since the last Take.
+func (o *Outbox) Pending() bool { return o.pending }
+
+// Take returns the merged delta of every batch Put since the last Take,
+// with the id of the last of them, and records it as the reader's; ok is
+// false when nothing was Put since. The delta leaves out what the reader
+// already has: a resource changed and changed back, or added and removed
+// again, since the last Take is not in it.
+func (o *Outbox) Take() (batchID uint64, d Delta, ok bool) {
+	if !o.pending {
+		return 0, Delta{}, false
 	}
+	d.Clusters, d.RemovedClusters = o.clusters.take()
+	d.ClusterLoadAssignments, d.RemovedClusterLoadAssignments = o.clas.take()
+	d.Statuses, d.RemovedStatuses = o.statuses.take()
+	o.pending = false
+	return o.batchID, d, true
 }
 
 // take returns the pending changes in name order and records them as the

@@ -1,11 +1,8 @@
 package session_test
 
 import (
-	"context"
-	"errors"
 	"fmt"
 	"testing"
-	"time"
 
 	"github.com/google/go-cmp/cmp"
 
@@ -26,16 +23,11 @@ func status(namespace, name, message string) model.Status {
 // takeNow takes from o, failing if nothing is pending.
 func takeNow(t *testing.T, o *session.Outbox) (uint64, session.Delta) {
 	t.Helper()
-	ctx, cancel := context.WithCancel(context.Background())
-	cancel() // Take must not wait; with both ready, it may still pick ctx
-	for range 100 {
-		id, d, err := o.Take(ctx)
-		if err == nil {
-			return id, d
-		}
+	id, d, ok := o.Take()
+	if !ok {
+		t.Fatal("Take found nothing pending")
 	}
-	t.Fatal("Take found nothing pending")
-	return 0, session.Delta{}
+	return id, d
 }
 
 // checkTake asserts what the next Take returns.
@@ -67,10 +59,11 @@ func TestOutboxSlowReader(t *testing.T) {
 		Statuses:               []model.Status{status("ns", "x", "99")},
 	})
 	// Nothing is pending any more.
-	ctx, cancel := context.WithCancel(context.Background())
-	cancel()
-	if _, _, err := o.Take(ctx); !errors.Is(err, context.Canceled) {
-		t.Errorf("second Take: err = %v, want context.Canceled", err)
+	if o.Pending() {
+		t.Error("Pending after Take")
+	}
+	if _, _, ok := o.Take(); ok {
+		t.Error("second Take found something pending")
 	}
 }
 
@@ -123,39 +116,6 @@ func TestOutboxAcknowledgesEmptyBatch(t *testing.T) {
 	checkTake(t, o, 42, session.Delta{})
 }
 
-// Take waits for a Put, or for its context to end.
-func TestOutboxTakeWaits(t *testing.T) {
-	o := session.NewOutbox()
-	type taken struct {
-		id  uint64
-		d   session.Delta
-		err error
-	}
-	results := make(chan taken)
-	take := func(ctx context.Context) {
-		id, d, err := o.Take(ctx)
-		results <- taken{id, d, err}
-	}
-
-	go take(context.Background())
-	o.Put(7, session.Delta{RemovedStatuses: []source.NamespacedName{nn("ns", "never-sent")}})
-	if r := <-results; r.err != nil || r.id != 7 || !r.d.Empty() {
-		t.Errorf("Take after Put = %d, %+v, %v; want 7, an empty delta, nil", r.id, r.d, r.err)
-	}
-
-	ctx, cancel := context.WithCancel(context.Background())
-	go take(ctx)
-	select {
-	case r := <-results:
-		t.Fatalf("Take returned %+v with nothing pending", r)
-	case <-time.After(20 * time.Millisecond):
-	}
-	cancel()
-	if r := <-results; !errors.Is(r.err, context.Canceled) {
-		t.Errorf("Take after cancel: err = %v, want context.Canceled", r.err)
-	}
-}
-
 // The Outbox's memory follows the names in the output, not the number of
 // batches: a writer adding and removing ever new names while the reader
 // does not read leaves nothing behind.
@@ -180,30 +140,37 @@ func TestOutboxMemoryIsPerName(t *testing.T) {
 	checkTake(t, o, 20000, session.Delta{Clusters: []translate.Resource{resource("steady", "9999")}})
 }
 
-// One writer and one reader at full speed: every Take acknowledges a later
-// batch than the one before, and the reader ends up with the writer's
-// final state. Run with -race.
-func TestOutboxConcurrentWriterAndReader(t *testing.T) {
+// A writer and a reader taking turns irregularly, as a Sync call's loop
+// puts a batch's delta and takes whatever waits whenever its sender is
+// idle: every Take acknowledges a later batch than the one before, and the
+// reader ends up with the writer's final state.
+func TestOutboxInterleavedWriterAndReader(t *testing.T) {
 	const batches = 2000
 	o := session.NewOutbox()
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		for i := range uint64(batches) {
+	var put uint64
+	// write puts the next n batches.
+	write := func(n int) {
+		for range n {
+			if put == batches {
+				return
+			}
+			i := put
 			name := fmt.Sprintf("r%d", i%10)
 			d := session.Delta{Clusters: []translate.Resource{resource(name, fmt.Sprint(i))}}
 			if i%10 == 9 {
 				d.RemovedClusters = []string{fmt.Sprintf("r%d", (i/10)%9)}
 			}
 			o.Put(i+1, d)
+			put++
 		}
-	}()
+	}
 	have := map[string]string{}
 	var last uint64
-	for last < batches {
-		id, d, err := o.Take(context.Background())
-		if err != nil {
-			t.Fatal(err)
+	for turn := 0; last < batches; turn++ {
+		write(1 + turn*7%13) // from one batch per Take to a dozen
+		id, d, ok := o.Take()
+		if !ok {
+			t.Fatal("Take found nothing pending after a Put")
 		}
 		if id <= last {
 			t.Fatalf("Take acknowledged batch %d after %d", id, last)
@@ -222,7 +189,6 @@ func TestOutboxConcurrentWriterAndReader(t *testing.T) {
 			delete(have, name)
 		}
 	}
-	<-done
 	// Replay the writer alone.
 	want := map[string]string{}
 	for i := range uint64(batches) {

@@ -2,7 +2,6 @@ package session_test
 
 import (
 	"bytes"
-	"context"
 	mathrand "math/rand/v2"
 	"testing"
 
@@ -29,15 +28,14 @@ func checkRun(t *testing.T, c chooser, maxBatches int) {
 	outbox := session.NewOutbox()
 	fromOutbox := newOutput()
 	putSinceTake := false
-	ctx := context.Background()
 	var lastID uint64
 	var want *output
 
 	take := func(wantID uint64) {
 		t.Helper()
-		id, d, err := outbox.Take(ctx)
-		if err != nil {
-			t.Fatalf("Take: %v", err)
+		id, d, ok := outbox.Take()
+		if !ok {
+			t.Fatal("Take found nothing pending")
 		}
 		if id != wantID {
 			t.Fatalf("Take acknowledged batch %d, want %d", id, wantID)

@@ -26,18 +26,6 @@ import (
 	"github.com/tributary-dev/tributary/internal/translate"
 )
 
-// Kind is the kind of an input object.
-type Kind int
-
-// The kinds a session holds.
-const (
-	KindExtensionService Kind = iota + 1
-	KindService
-	KindEndpointSlice
-	KindSecret
-	KindTLSCertificateDelegation
-)
-
 // Ref names one input object.
 type Ref struct {
 	Kind Kind
@@ -94,6 +82,8 @@ type Session struct {
 	byDelegationNamespace dependents[string]
 
 	builder *rebuilder
+	// counts holds the number of objects held, by kind.
+	counts [kindEnd]int
 
 	// Scratch reused from one Apply to the next.
 	dirty    map[*extension]change
@@ -153,37 +143,11 @@ func New(settings source.Settings) *Session {
 // costs it nothing and saves copying megabytes of endpoints per batch.
 // Deleting an object the session does not hold changes nothing.
 func (s *Session) Apply(b *Batch) Delta {
-	up := &b.Upserts
-	for i := range up.ExtensionServices {
-		es := new(source.ExtensionService)
-		*es = up.ExtensionServices[i]
-		s.putExtensionService(es)
-	}
-	for i := range up.Services {
-		svc := new(source.Service)
-		*svc = up.Services[i]
-		s.index.PutService(svc)
-		s.markTarget(svc.NamespacedName())
-	}
-	for i := range up.EndpointSlices {
-		slice := new(source.EndpointSlice)
-		*slice = up.EndpointSlices[i]
-		s.putEndpointSlice(slice)
-	}
-	for i := range up.Secrets {
-		secret := new(source.Secret)
-		*secret = up.Secrets[i]
-		s.index.PutSecret(secret)
-		s.markSecret(secret.NamespacedName())
-	}
-	for i := range up.TLSCertificateDelegations {
-		d := new(source.TLSCertificateDelegation)
-		*d = up.TLSCertificateDelegations[i]
-		s.index.PutTLSCertificateDelegation(d)
-		s.markDelegationNamespace(d.Namespace)
+	for _, k := range kindTable[KindExtensionService:] {
+		k.upsert(s, &b.Upserts)
 	}
 	for _, ref := range b.Deletes {
-		s.delete(ref)
+		kindTable[ref.Kind].delete(s, ref.Name)
 	}
 	return s.rebuildDirty()
 }
@@ -229,17 +193,6 @@ func (s *Session) unlink(e *extension) {
 	if r.delegationNamespace != nil {
 		s.byDelegationNamespace.remove(*r.delegationNamespace, e)
 	}
-}
-
-func (s *Session) putEndpointSlice(slice *source.EndpointSlice) {
-	name := slice.NamespacedName()
-	if old := s.index.EndpointSlice(name); old != nil {
-		// A relabelled slice leaves one Service and joins another: both
-		// change. The index finds the old one by name, label or not.
-		s.markSliceService(old)
-	}
-	s.index.PutEndpointSlice(slice)
-	s.markSliceService(slice)
 }
 
 // markSliceService marks the readers of the Service slice is labelled for.
@@ -290,44 +243,16 @@ func (s *Session) markDelegationNamespace(namespace string) {
 	s.markSet(s.byDelegationNamespace[namespace], changeOther)
 }
 
-// delete removes the named object, if the session holds it.
-func (s *Session) delete(ref Ref) {
-	switch ref.Kind {
-	case KindExtensionService:
-		e := s.extensions[ref.Name]
-		if e == nil {
-			return
-		}
-		s.unlink(e)
-		delete(s.extensions, ref.Name)
-		e.object = nil
-		s.dirty[e] |= changeOther
-	case KindService:
-		if s.index.Service(ref.Name) == nil {
-			return
-		}
-		s.index.DeleteService(ref.Name)
-		s.markTarget(ref.Name)
-	case KindEndpointSlice:
-		old := s.index.EndpointSlice(ref.Name)
-		if old == nil {
-			return
-		}
-		s.index.DeleteEndpointSlice(ref.Name)
-		s.markSliceService(old)
-	case KindSecret:
-		if s.index.Secret(ref.Name) == nil {
-			return
-		}
-		s.index.DeleteSecret(ref.Name)
-		s.markSecret(ref.Name)
-	case KindTLSCertificateDelegation:
-		if s.delegation(ref.Name) == nil {
-			return
-		}
-		s.index.DeleteTLSCertificateDelegation(ref.Name)
-		s.markDelegationNamespace(ref.Name.Namespace)
-	}
+// deleteExtensionService forgets old, which s holds. The extension stays
+// reachable from the dirty set alone, for the rebuild to report its
+// removal.
+func (s *Session) deleteExtensionService(old *source.ExtensionService) {
+	name := old.NamespacedName()
+	e := s.extensions[name]
+	s.unlink(e)
+	delete(s.extensions, name)
+	e.object = nil
+	s.dirty[e] |= changeOther
 }
 
 func compareNames(a, b source.NamespacedName) int {

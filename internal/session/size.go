@@ -20,74 +20,14 @@ import (
 // (or, when negative, shrink) if b were applied now. It must be called
 // before Apply(b): it compares b with the objects s holds.
 func (s *Session) SizeChange(b *Batch) int64 {
-	up := &b.Upserts
 	var n int64
-	for i := range up.ExtensionServices {
-		es := &up.ExtensionServices[i]
-		n += extensionServiceSize(es)
-		if old := s.extensions[es.NamespacedName()]; old != nil {
-			n -= extensionServiceSize(old.object)
-		}
-	}
-	for i := range up.Services {
-		svc := &up.Services[i]
-		n += serviceSize(svc)
-		if old := s.index.Service(svc.NamespacedName()); old != nil {
-			n -= serviceSize(old)
-		}
-	}
-	for i := range up.EndpointSlices {
-		slice := &up.EndpointSlices[i]
-		n += endpointSliceSize(slice)
-		if old := s.index.EndpointSlice(slice.NamespacedName()); old != nil {
-			n -= endpointSliceSize(old)
-		}
-	}
-	for i := range up.Secrets {
-		secret := &up.Secrets[i]
-		n += secretSize(secret)
-		if old := s.index.Secret(secret.NamespacedName()); old != nil {
-			n -= secretSize(old)
-		}
-	}
-	for i := range up.TLSCertificateDelegations {
-		d := &up.TLSCertificateDelegations[i]
-		n += delegationSize(d)
-		if old := s.delegation(d.NamespacedName()); old != nil {
-			n -= delegationSize(old)
-		}
+	for _, k := range kindTable[KindExtensionService:] {
+		n += k.sizeChange(s, &b.Upserts)
 	}
 	for _, ref := range b.Deletes {
-		n -= s.heldSize(ref)
+		n -= kindTable[ref.Kind].heldSize(s, ref.Name)
 	}
 	return n
-}
-
-// heldSize is the size of the object ref names, 0 if s does not hold it.
-func (s *Session) heldSize(ref Ref) int64 {
-	switch ref.Kind {
-	case KindExtensionService:
-		if e := s.extensions[ref.Name]; e != nil {
-			return extensionServiceSize(e.object)
-		}
-	case KindService:
-		if svc := s.index.Service(ref.Name); svc != nil {
-			return serviceSize(svc)
-		}
-	case KindEndpointSlice:
-		if slice := s.index.EndpointSlice(ref.Name); slice != nil {
-			return endpointSliceSize(slice)
-		}
-	case KindSecret:
-		if secret := s.index.Secret(ref.Name); secret != nil {
-			return secretSize(secret)
-		}
-	case KindTLSCertificateDelegation:
-		if d := s.delegation(ref.Name); d != nil {
-			return delegationSize(d)
-		}
-	}
-	return 0
 }
 
 // delegation is the named TLSCertificateDelegation, if s holds it. A
@@ -105,20 +45,8 @@ func (s *Session) delegation(name source.NamespacedName) *source.TLSCertificateD
 // the sum of SizeChange over batches that lead to objs.
 func ObjectsSize(objs *source.Objects) int64 {
 	var n int64
-	for i := range objs.ExtensionServices {
-		n += extensionServiceSize(&objs.ExtensionServices[i])
-	}
-	for i := range objs.Services {
-		n += serviceSize(&objs.Services[i])
-	}
-	for i := range objs.EndpointSlices {
-		n += endpointSliceSize(&objs.EndpointSlices[i])
-	}
-	for i := range objs.Secrets {
-		n += secretSize(&objs.Secrets[i])
-	}
-	for i := range objs.TLSCertificateDelegations {
-		n += delegationSize(&objs.TLSCertificateDelegations[i])
+	for _, k := range kindTable[KindExtensionService:] {
+		n += k.objectsSize(objs)
 	}
 	return n
 }

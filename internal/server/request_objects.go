@@ -1,0 +1,274 @@
+package server
+
+import (
+	"fmt"
+
+	tributaryv1 "github.com/tributary-dev/tributary/gen/go/tributary/v1"
+	"github.com/tributary-dev/tributary/internal/session"
+	"github.com/tributary-dev/tributary/internal/source"
+)
+
+// sizes counts what decodeObjects allocates, so every kind and every
+// repeated field gets one exactly sized backing array.
+type sizes struct {
+	// objects counts the objects of each kind, by session.Kind.
+	objects                                                          []int
+	targets, servicePorts, endpoints, endpointPorts, certDelegations int
+}
+
+func countObjects(objects []*tributaryv1.KubernetesObject) sizes {
+	n := sizes{objects: make([]int, len(apiKinds))}
+	for _, o := range objects {
+		switch k := o.GetKind().(type) {
+		case *tributaryv1.KubernetesObject_ExtensionService:
+			n.objects[session.KindExtensionService]++
+			n.targets += len(k.ExtensionService.GetSpec().GetServices())
+		case *tributaryv1.KubernetesObject_Service:
+			n.objects[session.KindService]++
+			n.servicePorts += len(k.Service.GetSpec().GetPorts())
+		case *tributaryv1.KubernetesObject_EndpointSlice:
+			n.objects[session.KindEndpointSlice]++
+			n.endpoints += len(k.EndpointSlice.GetEndpoints())
+			n.endpointPorts += len(k.EndpointSlice.GetPorts())
+		case *tributaryv1.KubernetesObject_Secret:
+			n.objects[session.KindSecret]++
+		case *tributaryv1.KubernetesObject_TlsCertificateDelegation:
+			n.objects[session.KindTLSCertificateDelegation]++
+			n.certDelegations += len(k.TlsCertificateDelegation.GetDelegations())
+		}
+	}
+	return n
+}
+
+// arrayLayout says where a decoder puts the repeated fields inside objects
+// (targets, ports, endpoints, delegations).
+type arrayLayout bool
+
+const (
+	// sharedArrays carves each repeated field out of one exactly sized array
+	// per field: the objects of a Translate request live and die together,
+	// and millions of endpoints cost one allocation.
+	sharedArrays arrayLayout = true
+	// ownArrays gives each object arrays of its own: a Sync session keeps
+	// objects from many batches, and one it keeps must not pin the rest of
+	// its batch.
+	ownArrays arrayLayout = false
+)
+
+// decoder converts objects into one source.Objects.
+type decoder struct {
+	// list is the path of the objects in the client's message, for
+	// problems: "objects" or "batch.upserts".
+	list            string
+	objs            source.Objects
+	targets         []source.ExtensionServiceTarget
+	servicePorts    []source.ServicePort
+	endpoints       []source.Endpoint
+	endpointPorts   []source.EndpointPort
+	certDelegations []source.CertificateDelegation
+	// seen maps, per session.Kind, each namespace/name to the index of the
+	// object that first used it.
+	seen []map[source.NamespacedName]int
+}
+
+// carve returns the next n elements of *backing with their capacity capped,
+// so an append by a later stage can never overwrite a neighbour. Without a
+// backing array (ownArrays) it allocates n elements.
+func carve[T any](backing *[]T, n int) []T {
+	if n == 0 {
+		return nil
+	}
+	if len(*backing) < n {
+		return make([]T, n)
+	}
+	s := (*backing)[:n:n]
+	*backing = (*backing)[n:]
+	return s
+}
+
+// decodeObjects checks the objects of a Translate request, found at path list
+// of the client's message, and converts them into shared arrays.
+func decodeObjects(objects []*tributaryv1.KubernetesObject, list string, p *problems) *source.Objects {
+	d := newDecoder(objects, list, sharedArrays)
+	d.decode(objects, p)
+	return &d.objs
+}
+
+func newDecoder(objects []*tributaryv1.KubernetesObject, list string, layout arrayLayout) *decoder {
+	n := countObjects(objects)
+	d := &decoder{
+		list: list,
+		objs: source.Objects{
+			ExtensionServices:         make([]source.ExtensionService, 0, n.objects[session.KindExtensionService]),
+			Services:                  make([]source.Service, 0, n.objects[session.KindService]),
+			EndpointSlices:            make([]source.EndpointSlice, 0, n.objects[session.KindEndpointSlice]),
+			Secrets:                   make([]source.Secret, 0, n.objects[session.KindSecret]),
+			TLSCertificateDelegations: make([]source.TLSCertificateDelegation, 0, n.objects[session.KindTLSCertificateDelegation]),
+		},
+		seen: make([]map[source.NamespacedName]int, len(apiKinds)),
+	}
+	for k := range session.Kinds() {
+		d.seen[k] = make(map[source.NamespacedName]int, n.objects[k])
+	}
+	if layout == sharedArrays {
+		d.targets = make([]source.ExtensionServiceTarget, n.targets)
+		d.servicePorts = make([]source.ServicePort, n.servicePorts)
+		d.endpoints = make([]source.Endpoint, n.endpoints)
+		d.endpointPorts = make([]source.EndpointPort, n.endpointPorts)
+		d.certDelegations = make([]source.CertificateDelegation, n.certDelegations)
+	}
+	return d
+}
+
+func (d *decoder) decode(objects []*tributaryv1.KubernetesObject, p *problems) {
+	for i, o := range objects {
+		switch k := o.GetKind().(type) {
+		case *tributaryv1.KubernetesObject_ExtensionService:
+			d.extensionService(i, k.ExtensionService, p)
+		case *tributaryv1.KubernetesObject_Service:
+			d.service(i, k.Service, p)
+		case *tributaryv1.KubernetesObject_EndpointSlice:
+			d.endpointSlice(i, k.EndpointSlice, p)
+		case *tributaryv1.KubernetesObject_Secret:
+			d.secret(i, k.Secret, p)
+		case *tributaryv1.KubernetesObject_TlsCertificateDelegation:
+			d.delegation(i, k.TlsCertificateDelegation, p)
+		default:
+			p.add(fmt.Sprintf("%s[%d]", d.list, i), ReasonRequired, fmt.Sprintf(
+				"%s[%d]: kind is required (%s)", d.list, i, knownObjectFields))
+		}
+	}
+}
+
+// ref locates object i, of kind k and metadata m.
+func (d *decoder) ref(i int, k apiKind, m *tributaryv1.ObjectMeta) objectRef {
+	return objectRef{list: d.list, index: i, kind: k, viaKind: true, namespace: m.GetNamespace(), name: m.GetName()}
+}
+
+// meta checks an object's metadata and its uniqueness within its kind.
+func (d *decoder) meta(ref objectRef, m *tributaryv1.ObjectMeta, p *problems) source.Meta {
+	if m == nil {
+		ref.report(p, "metadata", ReasonRequired, "is required")
+		return source.Meta{}
+	}
+	ok := checkName(ref, p, "metadata.namespace", "metadata.name")
+	meta := source.Meta{Namespace: m.GetNamespace(), Name: m.GetName(), Generation: m.GetGeneration(), Labels: m.GetLabels()}
+	if ok {
+		key := source.NamespacedName{Namespace: meta.Namespace, Name: meta.Name}
+		seen := d.seen[ref.kind.Kind]
+		if first, dup := seen[key]; dup {
+			ref.report(p, "metadata.name", ReasonDuplicate, fmt.Sprintf("duplicates %s[%d]: two %ss have the same namespace and name", d.list, first, ref.kind))
+		} else {
+			seen[key] = ref.index
+		}
+	}
+	return meta
+}
+
+// checkPort checks the port number of list[index] the way Kubernetes does:
+// 1..65535. The field path is formatted only for a bad port.
+func checkPort(ref objectRef, p *problems, list string, index int, value int32) {
+	if value < 1 || value > 65535 {
+		ref.report(p, fmt.Sprintf("%s[%d].port", list, index), ReasonOutOfRange, fmt.Sprintf("%d is outside 1..65535", value))
+	}
+}
+
+func (d *decoder) extensionService(i int, pb *tributaryv1.ExtensionService, p *problems) {
+	ref := d.ref(i, apiKinds[session.KindExtensionService], pb.GetMetadata())
+	es := source.ExtensionService{Meta: d.meta(ref, pb.GetMetadata(), p)}
+	spec := pb.GetSpec()
+	targets := spec.GetServices()
+	es.Spec.Services = carve(&d.targets, len(targets))
+	for j, t := range targets {
+		checkPort(ref, p, "spec.services", j, t.GetPort())
+		es.Spec.Services[j] = source.ExtensionServiceTarget{Name: t.GetName(), Port: t.GetPort(), Weight: t.GetWeight()}
+	}
+	if v := spec.GetValidation(); v != nil {
+		es.Spec.Validation = &source.UpstreamValidation{CASecret: v.GetCaSecret(), SubjectName: v.GetSubjectName(), SubjectNames: v.GetSubjectNames()}
+	}
+	if spec != nil {
+		es.Spec.Protocol = spec.Protocol
+	}
+	if lb := spec.GetLoadBalancerPolicy(); lb != nil {
+		es.Spec.LoadBalancerPolicy = &source.LoadBalancerPolicy{Strategy: lb.GetStrategy()}
+	}
+	if tp := spec.GetTimeoutPolicy(); tp != nil {
+		es.Spec.TimeoutPolicy = &source.TimeoutPolicy{Response: tp.GetResponse(), Idle: tp.GetIdle(), IdleConnection: tp.GetIdleConnection()}
+	}
+	es.Spec.ProtocolVersion = spec.GetProtocolVersion()
+	if cb := spec.GetCircuitBreakerPolicy(); cb != nil {
+		es.Spec.CircuitBreakerPolicy = decodeCircuitBreakers(cb)
+	}
+	d.objs.ExtensionServices = append(d.objs.ExtensionServices, es)
+}
+
+func (d *decoder) service(i int, pb *tributaryv1.Service, p *problems) {
+	ref := d.ref(i, apiKinds[session.KindService], pb.GetMetadata())
+	svc := source.Service{Meta: d.meta(ref, pb.GetMetadata(), p)}
+	spec := pb.GetSpec()
+	svc.Type = spec.GetType()
+	svc.ExternalName = spec.GetExternalName()
+	ports := spec.GetPorts()
+	svc.Ports = carve(&d.servicePorts, len(ports))
+	for j, sp := range ports {
+		checkPort(ref, p, "spec.ports", j, sp.GetPort())
+		svc.Ports[j] = source.ServicePort{Name: sp.GetName(), Port: sp.GetPort(), TargetPort: sp.GetTargetPort(), Protocol: sp.GetProtocol()}
+	}
+	d.objs.Services = append(d.objs.Services, svc)
+}
+
+func (d *decoder) endpointSlice(i int, pb *tributaryv1.EndpointSlice, p *problems) {
+	ref := d.ref(i, apiKinds[session.KindEndpointSlice], pb.GetMetadata())
+	es := source.EndpointSlice{Meta: d.meta(ref, pb.GetMetadata(), p), AddressType: pb.GetAddressType()}
+	if pb.GetMetadata() != nil && es.Labels[source.ServiceNameLabel] == "" {
+		ref.report(p, `metadata.labels["`+source.ServiceNameLabel+`"]`, ReasonRequired, "is required")
+	}
+	endpoints := pb.GetEndpoints()
+	es.Endpoints = carve(&d.endpoints, len(endpoints))
+	for j, e := range endpoints {
+		// Optional fields are pointers in both types: sharing them costs no
+		// allocation per endpoint.
+		c := e.GetConditions()
+		dst := &es.Endpoints[j]
+		dst.Addresses = e.GetAddresses()
+		if c != nil {
+			dst.Ready, dst.Serving, dst.Terminating = c.Ready, c.Serving, c.Terminating
+		}
+	}
+	ports := pb.GetPorts()
+	es.Ports = carve(&d.endpointPorts, len(ports))
+	for j, ep := range ports {
+		if ep == nil {
+			continue
+		}
+		if ep.Port != nil {
+			checkPort(ref, p, "ports", j, *ep.Port)
+		}
+		es.Ports[j] = source.EndpointPort{Name: ep.Name, Port: ep.Port, Protocol: ep.Protocol}
+	}
+	d.objs.EndpointSlices = append(d.objs.EndpointSlices, es)
+}
+
+func (d *decoder) secret(i int, pb *tributaryv1.Secret, p *problems) {
+	ref := d.ref(i, apiKinds[session.KindSecret], pb.GetMetadata())
+	s := source.Secret{Meta: d.meta(ref, pb.GetMetadata(), p), Type: pb.GetType()}
+	// Proto3 cannot tell an absent key from an empty one; both read as absent.
+	if b := pb.GetCaCrt(); len(b) > 0 {
+		s.CACrt = b
+	}
+	if b := pb.GetTlsCrt(); len(b) > 0 {
+		s.TLSCrt = b
+	}
+	d.objs.Secrets = append(d.objs.Secrets, s)
+}
+
+func (d *decoder) delegation(i int, pb *tributaryv1.TLSCertificateDelegation, p *problems) {
+	ref := d.ref(i, apiKinds[session.KindTLSCertificateDelegation], pb.GetMetadata())
+	td := source.TLSCertificateDelegation{Meta: d.meta(ref, pb.GetMetadata(), p)}
+	dels := pb.GetDelegations()
+	td.Delegations = carve(&d.certDelegations, len(dels))
+	for j, cd := range dels {
+		td.Delegations[j] = source.CertificateDelegation{SecretName: cd.GetSecretName(), TargetNamespaces: cd.GetTargetNamespaces()}
+	}
+	d.objs.TLSCertificateDelegations = append(d.objs.TLSCertificateDelegations, td)
+}

@@ -1,0 +1,134 @@
+package server
+
+import (
+	"fmt"
+	"strings"
+	"unicode"
+	"unicode/utf8"
+
+	"google.golang.org/genproto/googleapis/rpc/errdetails"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+)
+
+// problems collects what is wrong with a request.
+type problems struct {
+	count      int
+	violations []*errdetails.BadRequest_FieldViolation
+}
+
+// add counts and records one problem.
+func (p *problems) add(field, reason, message string) {
+	p.count++
+	p.record(field, reason, message)
+}
+
+// record keeps a violation if there is room; the caller has counted it.
+func (p *problems) record(field, reason, message string) {
+	if len(p.violations) < maxReportedViolations {
+		p.violations = append(p.violations, &errdetails.BadRequest_FieldViolation{Field: field, Reason: reason, Description: message})
+	}
+}
+
+// message names the first problem and counts the others.
+func (p *problems) message() string {
+	msg := p.violations[0].Description
+	if p.count > 1 {
+		msg += fmt.Sprintf(" (and %d more problems)", p.count-1)
+	}
+	return msg
+}
+
+// err is nil for a valid request, else InvalidArgument with the first
+// problem as message and the recorded ones as BadRequest details.
+func (p *problems) err() error {
+	if p.count == 0 {
+		return nil
+	}
+	st := status.New(codes.InvalidArgument, p.message())
+	if detailed, err := st.WithDetails(&errdetails.BadRequest{FieldViolations: p.violations}); err == nil {
+		st = detailed
+	}
+	return st.Err()
+}
+
+const (
+	dns1123LabelRule     = "at most 63 lowercase letters, digits or '-', starting and ending with a letter or digit"
+	dns1123SubdomainRule = "at most 253 lowercase letters, digits, '-' or '.', each dot-separated part starting and ending with a letter or digit"
+)
+
+// isDNS1123Label reports whether s is a Kubernetes namespace-style name.
+func isDNS1123Label(s string) bool {
+	return len(s) <= 63 && isLabelPart(s)
+}
+
+// isDNS1123Subdomain reports whether s is a Kubernetes object-style name.
+func isDNS1123Subdomain(s string) bool {
+	if len(s) > 253 {
+		return false
+	}
+	for part := range strings.SplitSeq(s, ".") {
+		if !isLabelPart(part) {
+			return false
+		}
+	}
+	return true
+}
+
+// isLabelPart reports whether s is non-empty, made of [a-z0-9-] and starts
+// and ends with a letter or digit.
+func isLabelPart(s string) bool {
+	if s == "" || s[0] == '-' || s[len(s)-1] == '-' {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if !('a' <= c && c <= 'z' || '0' <= c && c <= '9' || c == '-') {
+			return false
+		}
+	}
+	return true
+}
+
+// badText says why s cannot be used as a name in Envoy configuration, or ""
+// if it can.
+func badText(s string) string {
+	if !utf8.ValidString(s) {
+		return "is not valid UTF-8"
+	}
+	for _, r := range s {
+		if unicode.IsControl(r) {
+			return "contains a control character"
+		}
+	}
+	return ""
+}
+
+// maxQuoted bounds how much of a client-supplied string an error repeats.
+const maxQuoted = 100
+
+// quote quotes s for a message, shortened so that errors stay small
+// whatever the request holds.
+func quote(s string) string {
+	if len(s) <= maxQuoted {
+		return fmt.Sprintf("%q", s)
+	}
+	return fmt.Sprintf("%q...", runePrefix(s, maxQuoted))
+}
+
+// truncate shortens a message built from client input, on a rune boundary.
+func truncate(s string) string {
+	if len(s) <= 2*maxQuoted {
+		return s
+	}
+	return runePrefix(s, 2*maxQuoted) + "..."
+}
+
+// runePrefix is at most the first n bytes of s (n < len(s)), cut on a rune
+// boundary.
+func runePrefix(s string, n int) string {
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n]
+}

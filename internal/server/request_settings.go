@@ -1,0 +1,78 @@
+package server
+
+import (
+	"fmt"
+	"strings"
+	"time"
+
+	tributaryv1 "github.com/tributary-dev/tributary/gen/go/tributary/v1"
+	"github.com/tributary-dev/tributary/internal/source"
+)
+
+// decodeSettings checks pb, found at path at of the client's message
+// ("settings" in a TranslateRequest, "start.settings" in a SyncRequest).
+func decodeSettings(pb *tributaryv1.Settings, at string, p *problems) source.Settings {
+	var s source.Settings
+	if pb == nil {
+		return s
+	}
+	if name := pb.GetXdsClusterName(); name != "" {
+		// The name also becomes the HTTP authority of the EDS gRPC stream,
+		// which Envoy rejects when it holds NUL, CR or LF; refusing every
+		// control character keeps the stream and the logs readable.
+		field := at + ".xdsClusterName"
+		if bad := badText(name); bad != "" {
+			p.add(field, ReasonInvalidCharacters, fmt.Sprintf("%s %s %s", field, quote(name), bad))
+		} else if len(name) > maxAuthorityLen {
+			p.add(field, ReasonOutOfRange, fmt.Sprintf("%s is %d bytes long; Envoy takes at most %d in an HTTP authority", field, len(name), maxAuthorityLen))
+		}
+		s.XDSClusterName = name
+	}
+	if raw := pb.GetConnectTimeout(); raw != "" {
+		field := at + ".connectTimeout"
+		d, err := time.ParseDuration(raw)
+		switch {
+		case err != nil:
+			p.add(field, ReasonInvalidDuration, field+": "+truncate(err.Error()))
+		case d < 0:
+			p.add(field, ReasonOutOfRange, fmt.Sprintf("%s %s is negative", field, quote(raw)))
+		default:
+			s.ConnectTimeout = d
+		}
+	}
+	if cb := pb.GetGlobalCircuitBreakers(); cb != nil {
+		s.GlobalCircuitBreakers = decodeCircuitBreakers(cb)
+	}
+	if raw := pb.GetClientCertificate(); raw != "" {
+		field := at + ".clientCertificate"
+		ns, name, ok := strings.Cut(raw, "/")
+		switch {
+		case !ok || strings.Contains(name, "/"):
+			p.add(field, ReasonInvalidFormat, fmt.Sprintf("%s %s is not \"namespace/name\"", field, quote(raw)))
+		case !isDNS1123Label(ns):
+			p.add(field, ReasonInvalidName, fmt.Sprintf("%s %s: namespace %s is not a valid namespace (%s)", field, quote(raw), quote(ns), dns1123LabelRule))
+		case !isDNS1123Subdomain(name):
+			p.add(field, ReasonInvalidName, fmt.Sprintf("%s %s: name %s is not a valid name (%s)", field, quote(raw), quote(name), dns1123SubdomainRule))
+		default:
+			s.ClientCertificate = &source.NamespacedName{Namespace: ns, Name: name}
+		}
+	}
+	if tls := pb.GetUpstreamTls(); tls != nil {
+		s.UpstreamTLS = &source.UpstreamTLS{
+			MinimumProtocolVersion: tls.GetMinimumProtocolVersion(),
+			MaximumProtocolVersion: tls.GetMaximumProtocolVersion(),
+			CipherSuites:           tls.GetCipherSuites(),
+		}
+	}
+	return s
+}
+
+func decodeCircuitBreakers(pb *tributaryv1.CircuitBreakers) *source.CircuitBreakers {
+	return &source.CircuitBreakers{
+		MaxConnections:        pb.GetMaxConnections(),
+		MaxPendingRequests:    pb.GetMaxPendingRequests(),
+		MaxRequests:           pb.GetMaxRequests(),
+		MaxRetries:            pb.GetMaxRetries(),
+		PerHostMaxConnections: pb.GetPerHostMaxConnections(),
+	}
+}

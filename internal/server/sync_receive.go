@@ -1,0 +1,101 @@
+package server
+
+import (
+	"context"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/status"
+
+	tributaryv1 "github.com/tributary-dev/tributary/gen/go/tributary/v1"
+)
+
+// receiver reads a Sync stream on a goroutine of its own, since Recv
+// cannot be interrupted: the loop asks for one message at a time and gets
+// it, or Recv's error, on messages. It decodes and hands over, nothing
+// more. Asking keeps one message at most in memory, as when the loop read
+// the stream itself: the receiver holds none the loop has not asked for.
+//
+// The goroutine ends when Recv fails, or when ctx ends while it waits to
+// be asked (even if asked meanwhile: the call is over then); one that is
+// in Recv when the handler returns ends then, since gRPC ends Recv with the
+// call.
+type receiver struct {
+	// next asks for a message; messages delivers it. Both have room for
+	// one, so neither side ever blocks on the other: one message is asked
+	// for at a time.
+	next     chan struct{}
+	messages chan received
+	// stopped is closed when the goroutine ends.
+	stopped chan struct{}
+	// asked is set while a message is asked for and not yet taken from
+	// messages; the loop's alone.
+	asked bool
+}
+
+// received is what one Recv gave.
+type received struct {
+	req *tributaryv1.SyncRequest
+	err error
+}
+
+func startReceiver(ctx context.Context, stream grpc.BidiStreamingServer[tributaryv1.SyncRequest, tributaryv1.SyncResponse]) *receiver {
+	r := &receiver{next: make(chan struct{}, 1), messages: make(chan received, 1), stopped: make(chan struct{})}
+	go func() {
+		defer close(r.stopped)
+		for {
+			select {
+			case <-r.next:
+			case <-ctx.Done():
+				return
+			}
+			req, err := stream.Recv()
+			r.messages <- received{req, err}
+			if err != nil {
+				return
+			}
+		}
+	}()
+	return r
+}
+
+// ask asks for the next message.
+func (r *receiver) ask() {
+	r.asked = true
+	r.next <- struct{}{}
+}
+
+// wait waits for the message asked for; ok is false when the receiver
+// stopped without calling Recv, because the call ended.
+func (r *receiver) wait() (m received, ok bool) {
+	r.asked = false
+	select {
+	case m = <-r.messages:
+		return m, true
+	case <-r.stopped:
+		// A message delivered just before stopping is still there.
+		select {
+		case m = <-r.messages:
+			return m, true
+		default:
+			return received{}, false
+		}
+	}
+}
+
+// first receives the first message of the call, unless the server starts
+// draining first: a client slow to send its start must not hold the drain.
+func (r *receiver) first(ctx context.Context, draining <-chan struct{}) (*tributaryv1.SyncRequest, error) {
+	r.ask()
+	select {
+	case m := <-r.messages:
+		r.asked = false
+		return m.req, m.err
+	case <-r.stopped:
+		if m, ok := r.wait(); ok {
+			return m.req, m.err
+		}
+		return nil, status.FromContextError(ctx.Err()).Err()
+	case <-draining:
+		return nil, errDraining
+	}
+}

@@ -1,0 +1,229 @@
+package session
+
+import (
+	"iter"
+	"strconv"
+
+	"github.com/tributary-dev/tributary/internal/source"
+)
+
+// Kind is the kind of an input object.
+type Kind int
+
+// The kinds a session holds. Each has its entry in kindTable, which is all
+// the session knows of it: adding a kind means a constant, an entry, and
+// the translation that reads it.
+const (
+	KindExtensionService Kind = iota + 1
+	KindService
+	KindEndpointSlice
+	KindSecret
+	KindTLSCertificateDelegation
+	kindEnd // past the last kind
+)
+
+// kindTable describes every kind, by Kind.
+var kindTable = [kindEnd]kindOps{
+	KindExtensionService: &kindOf[source.ExtensionService, *source.ExtensionService]{
+		kind:    KindExtensionService,
+		name:    "ExtensionService",
+		objects: func(o *source.Objects) []source.ExtensionService { return o.ExtensionServices },
+		size:    extensionServiceSize,
+		held: func(s *Session, name source.NamespacedName) *source.ExtensionService {
+			if e := s.extensions[name]; e != nil {
+				return e.object
+			}
+			return nil
+		},
+		put:    func(s *Session, es, _ *source.ExtensionService) { s.putExtensionService(es) },
+		remove: (*Session).deleteExtensionService,
+	},
+	KindService: &kindOf[source.Service, *source.Service]{
+		kind:    KindService,
+		name:    "Service",
+		objects: func(o *source.Objects) []source.Service { return o.Services },
+		size:    serviceSize,
+		held:    func(s *Session, name source.NamespacedName) *source.Service { return s.index.Service(name) },
+		put: func(s *Session, svc, _ *source.Service) {
+			s.index.PutService(svc)
+			s.markTarget(svc.NamespacedName())
+		},
+		remove: func(s *Session, old *source.Service) {
+			s.index.DeleteService(old.NamespacedName())
+			s.markTarget(old.NamespacedName())
+		},
+	},
+	KindEndpointSlice: &kindOf[source.EndpointSlice, *source.EndpointSlice]{
+		kind:    KindEndpointSlice,
+		name:    "EndpointSlice",
+		objects: func(o *source.Objects) []source.EndpointSlice { return o.EndpointSlices },
+		size:    endpointSliceSize,
+		held:    func(s *Session, name source.NamespacedName) *source.EndpointSlice { return s.index.EndpointSlice(name) },
+		put: func(s *Session, slice, old *source.EndpointSlice) {
+			if old != nil {
+				// A relabelled slice leaves one Service and joins another:
+				// both change.
+				s.markSliceService(old)
+			}
+			s.index.PutEndpointSlice(slice)
+			s.markSliceService(slice)
+		},
+		remove: func(s *Session, old *source.EndpointSlice) {
+			s.index.DeleteEndpointSlice(old.NamespacedName())
+			s.markSliceService(old)
+		},
+	},
+	KindSecret: &kindOf[source.Secret, *source.Secret]{
+		kind:    KindSecret,
+		name:    "Secret",
+		objects: func(o *source.Objects) []source.Secret { return o.Secrets },
+		size:    secretSize,
+		held:    func(s *Session, name source.NamespacedName) *source.Secret { return s.index.Secret(name) },
+		put: func(s *Session, secret, _ *source.Secret) {
+			s.index.PutSecret(secret)
+			s.markSecret(secret.NamespacedName())
+		},
+		remove: func(s *Session, old *source.Secret) {
+			s.index.DeleteSecret(old.NamespacedName())
+			s.markSecret(old.NamespacedName())
+		},
+	},
+	KindTLSCertificateDelegation: &kindOf[source.TLSCertificateDelegation, *source.TLSCertificateDelegation]{
+		kind:    KindTLSCertificateDelegation,
+		name:    "TLSCertificateDelegation",
+		objects: func(o *source.Objects) []source.TLSCertificateDelegation { return o.TLSCertificateDelegations },
+		size:    delegationSize,
+		held:    (*Session).delegation,
+		put: func(s *Session, d, _ *source.TLSCertificateDelegation) {
+			s.index.PutTLSCertificateDelegation(d)
+			s.markDelegationNamespace(d.Namespace)
+		},
+		remove: func(s *Session, old *source.TLSCertificateDelegation) {
+			s.index.DeleteTLSCertificateDelegation(old.NamespacedName())
+			s.markDelegationNamespace(old.Namespace)
+		},
+	},
+}
+
+// Kinds yields every kind, in the order of their constants.
+func Kinds() iter.Seq[Kind] {
+	return func(yield func(Kind) bool) {
+		for k := KindExtensionService; k < kindEnd; k++ {
+			if !yield(k) {
+				return
+			}
+		}
+	}
+}
+
+// String is the kind's Kubernetes name ("EndpointSlice"), as messages and
+// metrics labels give it.
+func (k Kind) String() string {
+	if k < KindExtensionService || k >= kindEnd {
+		return "Kind(" + strconv.Itoa(int(k)) + ")"
+	}
+	return kindTable[k].kindName()
+}
+
+// kindOps is what the session does with the objects of one kind, whatever
+// their type; kindOf implements it for each.
+type kindOps interface {
+	kindName() string
+	// upsert holds the kind's objects of objs, each in place of the one of
+	// its name.
+	upsert(s *Session, objs *source.Objects)
+	// delete forgets the named object, if the session holds it.
+	delete(s *Session, name source.NamespacedName)
+	// sizeChange is how much holding the kind's objects of objs would
+	// change the session's size (see SizeChange).
+	sizeChange(s *Session, objs *source.Objects) int64
+	// heldSize is the size of the named object, 0 if the session does not
+	// hold it.
+	heldSize(s *Session, name source.NamespacedName) int64
+	// objectsSize is the size of the kind's objects of objs.
+	objectsSize(objs *source.Objects) int64
+}
+
+// object is what every kind's source type is, through its pointer: an
+// object with a namespace and a name.
+type object[T any] interface {
+	*T
+	NamespacedName() source.NamespacedName
+}
+
+// kindOf describes one kind, of source type T, to the session: how to find
+// its objects in a batch and in the session, and what holding or
+// forgetting one changes. put and remove mark the ExtensionServices whose
+// output the change can affect.
+type kindOf[T any, P object[T]] struct {
+	kind Kind
+	name string
+	// objects is the kind's list in a source.Objects.
+	objects func(*source.Objects) []T
+	// size estimates what the session holds for one object (see size.go).
+	size func(P) int64
+	// held is the object of that name the session holds, or nil.
+	held func(s *Session, name source.NamespacedName) P
+	// put holds obj in place of old, nil when obj is new.
+	put func(s *Session, obj, old P)
+	// remove forgets old, which the session holds.
+	remove func(s *Session, old P)
+}
+
+func (k *kindOf[T, P]) kindName() string { return k.name }
+
+func (k *kindOf[T, P]) upsert(s *Session, objs *source.Objects) {
+	list := k.objects(objs)
+	for i := range list {
+		// A copy of the top-level struct: the session must not pin the
+		// batch's array (see Apply).
+		obj := P(new(T))
+		*obj = list[i]
+		old := k.held(s, obj.NamespacedName())
+		if old == nil {
+			s.counts[k.kind]++
+		}
+		k.put(s, obj, old)
+	}
+}
+
+func (k *kindOf[T, P]) delete(s *Session, name source.NamespacedName) {
+	old := k.held(s, name)
+	if old == nil {
+		return
+	}
+	s.counts[k.kind]--
+	k.remove(s, old)
+}
+
+func (k *kindOf[T, P]) sizeChange(s *Session, objs *source.Objects) int64 {
+	var n int64
+	list := k.objects(objs)
+	for i := range list {
+		obj := P(&list[i])
+		n += k.size(obj)
+		if old := k.held(s, obj.NamespacedName()); old != nil {
+			n -= k.size(old)
+		}
+	}
+	return n
+}
+
+func (k *kindOf[T, P]) heldSize(s *Session, name source.NamespacedName) int64 {
+	if old := k.held(s, name); old != nil {
+		return k.size(old)
+	}
+	return 0
+}
+
+func (k *kindOf[T, P]) objectsSize(objs *source.Objects) int64 {
+	var n int64
+	list := k.objects(objs)
+	for i := range list {
+		n += k.size(P(&list[i]))
+	}
+	return n
+}
+
+// Objects is the number of objects of kind k the session holds.
+func (s *Session) Objects(k Kind) int { return s.counts[k] }
