@@ -9,9 +9,11 @@ package testserver
 import (
 	"bufio"
 	"bytes"
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -156,7 +158,9 @@ func start(bin string) (*server, error) {
 				}
 			}
 		}
-		// The pipe must be drained before Wait, which closes it.
+		// The pipe must be drained before Wait, which closes it, even past a
+		// line too long for the scanner.
+		_, _ = io.Copy(io.Discard, stderr)
 		s.waitErr = cmd.Wait()
 		close(s.exited)
 	}()
@@ -164,7 +168,8 @@ func start(bin string) (*server, error) {
 	case s.address = <-found:
 		return s, nil
 	case <-s.exited:
-		return nil, fmt.Errorf("the server exited (%w) before serving; log:\n%s", s.waitErr, s.log.String())
+		exit := cmp.Or(s.waitErr, errors.New("exit status 0"))
+		return nil, fmt.Errorf("the server exited (%w) before serving; log:\n%s", exit, s.log.String())
 	case <-time.After(startTimeout):
 		_ = s.stop()
 		return nil, fmt.Errorf("the server did not log its address within %v; log:\n%s", startTimeout, s.log.String())
