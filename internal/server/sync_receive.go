@@ -12,13 +12,13 @@ import (
 // receiver reads a Sync stream on a goroutine of its own, since Recv
 // cannot be interrupted: the loop asks for one message at a time and gets
 // it, or Recv's error, on messages. It decodes and hands over, nothing
-// more. Asking keeps one message at most in memory, as when the loop read
-// the stream itself: the receiver holds none the loop has not asked for.
+// more. Asking, rather than reading ahead, bounds what a call holds to one
+// message (a batch may be as large as the message size limit): the
+// receiver never holds a message the loop has not asked for.
 //
 // The goroutine ends when Recv fails, or when ctx ends while it waits to
-// be asked (even if asked meanwhile: the call is over then); one that is
-// in Recv when the handler returns ends then, since gRPC ends Recv with the
-// call.
+// be asked (even if asked meanwhile: the call is over then). One that is
+// in Recv when the handler returns ends with the call, which ends Recv.
 type receiver struct {
 	// next asks for a message; messages delivers it. Both have room for
 	// one, so neither side ever blocks on the other: one message is asked

@@ -27,7 +27,7 @@ var kindTable = [kindEnd]kindOps{
 	KindExtensionService: &kindOf[source.ExtensionService, *source.ExtensionService]{
 		kind:    KindExtensionService,
 		name:    "ExtensionService",
-		objects: func(o *source.Objects) []source.ExtensionService { return o.ExtensionServices },
+		objects: func(o source.Objects) []source.ExtensionService { return o.ExtensionServices },
 		size:    extensionServiceSize,
 		held: func(s *Session, name source.NamespacedName) *source.ExtensionService {
 			if e := s.extensions[name]; e != nil {
@@ -41,7 +41,7 @@ var kindTable = [kindEnd]kindOps{
 	KindService: &kindOf[source.Service, *source.Service]{
 		kind:    KindService,
 		name:    "Service",
-		objects: func(o *source.Objects) []source.Service { return o.Services },
+		objects: func(o source.Objects) []source.Service { return o.Services },
 		size:    serviceSize,
 		held:    func(s *Session, name source.NamespacedName) *source.Service { return s.index.Service(name) },
 		put: func(s *Session, svc, _ *source.Service) {
@@ -56,7 +56,7 @@ var kindTable = [kindEnd]kindOps{
 	KindEndpointSlice: &kindOf[source.EndpointSlice, *source.EndpointSlice]{
 		kind:    KindEndpointSlice,
 		name:    "EndpointSlice",
-		objects: func(o *source.Objects) []source.EndpointSlice { return o.EndpointSlices },
+		objects: func(o source.Objects) []source.EndpointSlice { return o.EndpointSlices },
 		size:    endpointSliceSize,
 		held:    func(s *Session, name source.NamespacedName) *source.EndpointSlice { return s.index.EndpointSlice(name) },
 		put: func(s *Session, slice, old *source.EndpointSlice) {
@@ -76,7 +76,7 @@ var kindTable = [kindEnd]kindOps{
 	KindSecret: &kindOf[source.Secret, *source.Secret]{
 		kind:    KindSecret,
 		name:    "Secret",
-		objects: func(o *source.Objects) []source.Secret { return o.Secrets },
+		objects: func(o source.Objects) []source.Secret { return o.Secrets },
 		size:    secretSize,
 		held:    func(s *Session, name source.NamespacedName) *source.Secret { return s.index.Secret(name) },
 		put: func(s *Session, secret, _ *source.Secret) {
@@ -91,7 +91,7 @@ var kindTable = [kindEnd]kindOps{
 	KindTLSCertificateDelegation: &kindOf[source.TLSCertificateDelegation, *source.TLSCertificateDelegation]{
 		kind:    KindTLSCertificateDelegation,
 		name:    "TLSCertificateDelegation",
-		objects: func(o *source.Objects) []source.TLSCertificateDelegation { return o.TLSCertificateDelegations },
+		objects: func(o source.Objects) []source.TLSCertificateDelegation { return o.TLSCertificateDelegations },
 		size:    delegationSize,
 		held:    (*Session).delegation,
 		put: func(s *Session, d, _ *source.TLSCertificateDelegation) {
@@ -126,22 +126,24 @@ func (k Kind) String() string {
 }
 
 // kindOps is what the session does with the objects of one kind, whatever
-// their type; kindOf implements it for each.
+// their type; kindOf implements it for each. Objects are passed by value:
+// a pointer passed through an interface method escapes, and would move
+// every caller's Batch to the heap.
 type kindOps interface {
 	kindName() string
 	// upsert holds the kind's objects of objs, each in place of the one of
 	// its name.
-	upsert(s *Session, objs *source.Objects)
+	upsert(s *Session, objs source.Objects)
 	// delete forgets the named object, if the session holds it.
 	delete(s *Session, name source.NamespacedName)
 	// sizeChange is how much holding the kind's objects of objs would
 	// change the session's size (see SizeChange).
-	sizeChange(s *Session, objs *source.Objects) int64
+	sizeChange(s *Session, objs source.Objects) int64
 	// heldSize is the size of the named object, 0 if the session does not
 	// hold it.
 	heldSize(s *Session, name source.NamespacedName) int64
 	// objectsSize is the size of the kind's objects of objs.
-	objectsSize(objs *source.Objects) int64
+	objectsSize(objs source.Objects) int64
 }
 
 // object is what every kind's source type is, through its pointer: an
@@ -159,7 +161,7 @@ type kindOf[T any, P object[T]] struct {
 	kind Kind
 	name string
 	// objects is the kind's list in a source.Objects.
-	objects func(*source.Objects) []T
+	objects func(source.Objects) []T
 	// size estimates what the session holds for one object (see size.go).
 	size func(P) int64
 	// held is the object of that name the session holds, or nil.
@@ -172,7 +174,7 @@ type kindOf[T any, P object[T]] struct {
 
 func (k *kindOf[T, P]) kindName() string { return k.name }
 
-func (k *kindOf[T, P]) upsert(s *Session, objs *source.Objects) {
+func (k *kindOf[T, P]) upsert(s *Session, objs source.Objects) {
 	list := k.objects(objs)
 	for i := range list {
 		// A copy of the top-level struct: the session must not pin the
@@ -196,7 +198,7 @@ func (k *kindOf[T, P]) delete(s *Session, name source.NamespacedName) {
 	k.remove(s, old)
 }
 
-func (k *kindOf[T, P]) sizeChange(s *Session, objs *source.Objects) int64 {
+func (k *kindOf[T, P]) sizeChange(s *Session, objs source.Objects) int64 {
 	var n int64
 	list := k.objects(objs)
 	for i := range list {
@@ -216,7 +218,7 @@ func (k *kindOf[T, P]) heldSize(s *Session, name source.NamespacedName) int64 {
 	return 0
 }
 
-func (k *kindOf[T, P]) objectsSize(objs *source.Objects) int64 {
+func (k *kindOf[T, P]) objectsSize(objs source.Objects) int64 {
 	var n int64
 	list := k.objects(objs)
 	for i := range list {

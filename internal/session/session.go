@@ -144,7 +144,7 @@ func New(settings source.Settings) *Session {
 // Deleting an object the session does not hold changes nothing.
 func (s *Session) Apply(b *Batch) Delta {
 	for _, k := range kindTable[KindExtensionService:] {
-		k.upsert(s, &b.Upserts)
+		k.upsert(s, b.Upserts)
 	}
 	for _, ref := range b.Deletes {
 		kindTable[ref.Kind].delete(s, ref.Name)

@@ -22,7 +22,7 @@ import (
 func (s *Session) SizeChange(b *Batch) int64 {
 	var n int64
 	for _, k := range kindTable[KindExtensionService:] {
-		n += k.sizeChange(s, &b.Upserts)
+		n += k.sizeChange(s, b.Upserts)
 	}
 	for _, ref := range b.Deletes {
 		n -= kindTable[ref.Kind].heldSize(s, ref.Name)
@@ -46,7 +46,7 @@ func (s *Session) delegation(name source.NamespacedName) *source.TLSCertificateD
 func ObjectsSize(objs *source.Objects) int64 {
 	var n int64
 	for _, k := range kindTable[KindExtensionService:] {
-		n += k.objectsSize(objs)
+		n += k.objectsSize(*objs)
 	}
 	return n
 }
