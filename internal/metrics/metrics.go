@@ -19,8 +19,6 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/reflection"
-
-	"github.com/tributary-dev/tributary/internal/session"
 )
 
 // RPC label values of tributary_translation_duration_seconds and
@@ -145,9 +143,6 @@ func New() *Metrics {
 	for _, rpc := range []string{RPCTranslate, RPCSync} {
 		m.translationDuration.WithLabelValues(rpc)
 	}
-	for _, kind := range ObjectKinds {
-		m.sessionObjects.WithLabelValues(kind)
-	}
 	for _, rpc := range []string{RPCTranslate, RPCSync} {
 		for _, typeURL := range translationTypes {
 			m.resourcesSent.WithLabelValues(rpc, TypeLabel(typeURL))
@@ -170,16 +165,6 @@ var (
 	translationTypes = []string{resourcev3.ClusterType, resourcev3.EndpointType}
 	xdsTypes         = append(translationTypes[:len(translationTypes):len(translationTypes)], resourcev3.ListenerType)
 )
-
-// ObjectKinds are the kind label values of tributary_sync_session_objects:
-// the names of the kinds a session holds.
-var ObjectKinds = func() []string {
-	var names []string
-	for k := range session.Kinds() {
-		names = append(names, k.String())
-	}
-	return names
-}()
 
 // Registry is the registry every metric is in, for tests and for callers
 // that add collectors of their own.
@@ -207,6 +192,19 @@ func (m *Metrics) InitializeGRPC(s reflection.ServiceInfoProvider) {
 	m.grpc.InitializeMetrics(s)
 }
 
+// InitializeSessionObjects creates the series of
+// tributary_sync_session_objects for the given kinds, at zero, so they are
+// scraped before the first session. The kinds are the session's own (the
+// server passes the names of its kind table): this package knows none.
+func (m *Metrics) InitializeSessionObjects(kinds ...string) {
+	if m == nil {
+		return
+	}
+	for _, kind := range kinds {
+		m.sessionObjects.WithLabelValues(kind)
+	}
+}
+
 // SessionStarted counts a Sync session as active, until SessionEnded.
 func (m *Metrics) SessionStarted() {
 	if m == nil {
@@ -224,7 +222,7 @@ func (m *Metrics) SessionEnded() {
 }
 
 // AddSessionObjects adds n (negative to subtract) objects of kind, one of
-// ObjectKinds, to those the open sessions hold. A session that ends
+// those given to InitializeSessionObjects, to those the open sessions hold. A session that ends
 // subtracts everything it added.
 func (m *Metrics) AddSessionObjects(kind string, n int) {
 	if m == nil || n == 0 {

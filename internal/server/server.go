@@ -27,6 +27,7 @@ import (
 
 	tributaryv1 "github.com/tributary-dev/tributary/gen/go/tributary/v1"
 	"github.com/tributary-dev/tributary/internal/metrics"
+	"github.com/tributary-dev/tributary/internal/session"
 	"github.com/tributary-dev/tributary/internal/xds"
 )
 
@@ -156,7 +157,18 @@ func newGRPCServer(opts Options, translation tributaryv1.TranslationServiceServe
 
 	reflection.Register(s)
 	opts.Metrics.InitializeGRPC(s)
+	opts.Metrics.InitializeSessionObjects(sessionKindNames()...)
 	return s
+}
+
+// sessionKindNames are the names of the kinds a Sync session holds: the
+// kind labels of its metrics.
+func sessionKindNames() []string {
+	var names []string
+	for k := range session.Kinds() {
+		names = append(names, k.String())
+	}
+	return names
 }
 
 func orDefault[T int | int64](v, def T) T {
