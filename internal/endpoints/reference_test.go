@@ -10,6 +10,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
 
+	"github.com/tributary-dev/tributary/internal/objectgen"
 	"github.com/tributary-dev/tributary/internal/source"
 )
 
@@ -32,7 +33,7 @@ func FuzzCollect(f *testing.F) {
 		f.Add(seed)
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
-		checkAgainstReference(t, &byteChooser{data: data})
+		checkAgainstReference(t, objectgen.New(objectgen.FromBytes(data), generatorOptions()))
 	})
 }
 
@@ -44,26 +45,37 @@ func TestCollectMatchesReference(t *testing.T) {
 		n = 300
 	}
 	for seed := range uint64(n) {
-		c := randChooser{mathrand.New(mathrand.NewPCG(seed, 0x7269627574617279))}
-		if !checkAgainstReference(t, c) {
+		g := objectgen.New(objectgen.FromRand(mathrand.New(mathrand.NewPCG(seed, 0x7269627574617279))), generatorOptions())
+		if !checkAgainstReference(t, g) {
 			t.Fatalf("seed %d", seed)
+		}
+	}
+	// Then slices as a healthy cluster has them: IPv4 only, every address
+	// new and valid, every port valid, so that most slices take the packed
+	// path and appending to them the cache's shortcut.
+	healthy := generatorOptions()
+	healthy.IPv6, healthy.InvalidAddresses, healthy.DuplicateAddresses, healthy.InvalidSpecs = false, false, false, false
+	for seed := range uint64(n / 3) {
+		g := objectgen.New(objectgen.FromRand(mathrand.New(mathrand.NewPCG(seed, 0x6865616c746879))), healthy)
+		if !checkAgainstReference(t, g) {
+			t.Fatalf("healthy, seed %d", seed)
 		}
 	}
 }
 
-// checkAgainstReference draws slices and targets from c, then edits the
+// checkAgainstReference draws slices and targets from g, then edits the
 // slices three times, and after each step compares a fresh plain Collector,
 // and a caching one that lives through every step, against Reference. A
 // caching Collector is asked twice per step: once filling its cache, once
 // reading it.
-func checkAgainstReference(t *testing.T, c chooser) bool {
+func checkAgainstReference(t *testing.T, g *objectgen.Generator) bool {
 	t.Helper()
-	x := newTestIndex(generateSlices(c))
-	targets := generateTargets(c)
+	x := newTestIndex(g.EndpointSlices())
+	targets := generateTargets(g)
 	cached := collectorKinds[1].new(x)
 	for step := range 4 {
 		if step > 0 {
-			editSlices(c, x)
+			editSlices(g, x)
 		}
 		wantRuns, wantWarnings := Reference(x, testNamespace, targets)
 		for _, got := range []struct {

@@ -125,7 +125,7 @@ func listImports(t *testing.T, args ...string) map[string][]string {
 func isTestHelper(pkg string) bool {
 	switch pkg {
 	case "internal/testproc", "internal/xdstest", "internal/grpctest", "internal/workload",
-		"internal/tlsfiles/testcerts", "internal/xds/grpcproof":
+		"internal/objectgen", "internal/tlsfiles/testcerts", "internal/xds/grpcproof":
 		return true
 	}
 	return false

@@ -1,0 +1,119 @@
+package objectgen_test
+
+import (
+	"math/rand/v2"
+	"net/netip"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/tributary-dev/tributary/internal/objectgen"
+	"github.com/tributary-dev/tributary/internal/source"
+)
+
+func draw(seed uint64, o objectgen.Options) *source.Objects {
+	g := objectgen.New(objectgen.FromRand(rand.New(rand.NewPCG(seed, 1))), o)
+	objs := g.Objects()
+	for range 5 {
+		b := g.Batch()
+		objs.EndpointSlices = append(objs.EndpointSlices, b.Upserts.EndpointSlices...)
+		objs.Services = append(objs.Services, b.Upserts.Services...)
+		objs.Secrets = append(objs.Secrets, b.Upserts.Secrets...)
+		objs.TLSCertificateDelegations = append(objs.TLSCertificateDelegations, b.Upserts.TLSCertificateDelegations...)
+	}
+	return objs
+}
+
+// The same choices give the same objects, from random sources and fuzz
+// bytes alike, and fuzz bytes run out.
+func TestDeterministic(t *testing.T) {
+	for seed := range uint64(20) {
+		if diff := cmp.Diff(draw(seed, objectgen.Defaults()), draw(seed, objectgen.Defaults())); diff != "" {
+			t.Fatalf("seed %d: two draws differ:\n%s", seed, diff)
+		}
+	}
+	data := []byte("some fuzz input")
+	a := objectgen.New(objectgen.FromBytes(data), objectgen.Defaults()).Objects()
+	g := objectgen.New(objectgen.FromBytes(data), objectgen.Defaults())
+	if diff := cmp.Diff(a, g.Objects()); diff != "" {
+		t.Fatalf("two draws from the same bytes differ:\n%s", diff)
+	}
+	if !g.Exhausted() {
+		t.Error("a whole object set did not use up 15 bytes")
+	}
+}
+
+// With every knob off but the defaults' universe, generated objects hold
+// none of what the knobs allow; with every knob on, all of it shows up.
+func TestKnobs(t *testing.T) {
+	off := objectgen.Defaults()
+	off.IPv6, off.InvalidAddresses, off.DuplicateAddresses, off.NonTCPPorts = false, false, false, false
+	off.UnnamedPorts, off.MissingConditions, off.InvalidSpecs, off.Secrets, off.Delegations = false, false, false, false, false
+	seen := func(o objectgen.Options) map[string]bool {
+		found := map[string]bool{}
+		for seed := range uint64(200) {
+			objs := draw(seed, o)
+			addresses := map[string]bool{}
+			for _, s := range objs.EndpointSlices {
+				found["family "+s.AddressType] = true
+				for _, p := range s.Ports {
+					if p.Protocol != nil && *p.Protocol != "TCP" {
+						found["non-TCP port"] = true
+					}
+					if p.Name == nil || *p.Name == "" {
+						found["unnamed port"] = true
+					}
+					if p.Port == nil || *p.Port < 1 || *p.Port > 65535 {
+						found["invalid port"] = true
+					}
+				}
+				for _, ep := range s.Endpoints {
+					if ep.Ready == nil || ep.Serving == nil || ep.Terminating == nil {
+						found["missing condition"] = true
+					}
+					if len(ep.Addresses) == 0 {
+						found["no address"] = true
+					}
+					for _, a := range ep.Addresses {
+						addr, err := netip.ParseAddr(a)
+						switch {
+						case err != nil || addr.Zone() != "" || addr.Is4In6():
+							found["invalid address"] = true
+						case addr.Is6():
+							found["IPv6 address"] = true
+						}
+						if addresses[a] {
+							found["duplicate address"] = true
+						}
+						addresses[a] = true
+					}
+				}
+			}
+			for _, svc := range objs.Services {
+				if svc.Type != "ClusterIP" {
+					found["ExternalName"] = true
+				}
+			}
+			if len(objs.Secrets) > 0 {
+				found["Secret"] = true
+			}
+			if len(objs.TLSCertificateDelegations) > 0 {
+				found["delegation"] = true
+			}
+		}
+		return found
+	}
+	knobbed := []string{
+		"family IPv6", "family FQDN", "non-TCP port", "unnamed port", "invalid port", "missing condition", "no address",
+		"invalid address", "IPv6 address", "duplicate address", "ExternalName", "Secret", "delegation",
+	}
+	on, none := seen(objectgen.Defaults()), seen(off)
+	for _, what := range knobbed {
+		if !on[what] {
+			t.Errorf("every knob on: no %s generated", what)
+		}
+		if none[what] {
+			t.Errorf("every knob off: %s generated", what)
+		}
+	}
+}
