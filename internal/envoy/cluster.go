@@ -116,7 +116,7 @@ func buildProtocolOptions(p model.Protocol, idleTimeout *time.Duration) map[stri
 	if idleTimeout != nil {
 		options.CommonHttpProtocolOptions = &corev3.HttpProtocolOptions{IdleTimeout: durationpb.New(*idleTimeout)}
 	}
-	return map[string]*anypb.Any{httpProtocolOptionsKey: marshalAny(options)}
+	return map[string]*anypb.Any{httpProtocolOptionsKey: MarshalAny(options)}
 }
 
 // buildCircuitBreakers returns Envoy's default-priority thresholds and the
@@ -149,12 +149,19 @@ func uint32OrNil(v uint32) *wrapperspb.UInt32Value {
 	return wrapperspb.UInt32(v)
 }
 
-// marshalAny packs m deterministically. It cannot fail for the messages
-// this package builds: model guarantees their strings are valid UTF-8.
-func marshalAny(m proto.Message) *anypb.Any {
+// MustMarshal encodes m deterministically. It cannot fail for a message
+// built from a model (model guarantees every string is valid UTF-8) or for
+// any other well-formed generated message, so a failure is a bug and
+// panics.
+func MustMarshal(m proto.Message) []byte {
 	b, err := proto.MarshalOptions{Deterministic: true}.Marshal(m)
 	if err != nil {
 		panic(fmt.Sprintf("marshal %s: %v", m.ProtoReflect().Descriptor().FullName(), err))
 	}
-	return &anypb.Any{TypeUrl: "type.googleapis.com/" + string(m.ProtoReflect().Descriptor().FullName()), Value: b}
+	return b
+}
+
+// MarshalAny packs m, encoded by MustMarshal, into an Any.
+func MarshalAny(m proto.Message) *anypb.Any {
+	return &anypb.Any{TypeUrl: "type.googleapis.com/" + string(m.ProtoReflect().Descriptor().FullName()), Value: MustMarshal(m)}
 }

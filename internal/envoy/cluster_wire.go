@@ -212,7 +212,7 @@ func (e *ClusterEncoder) newTemplate(ec *model.ExtensionCluster) *clusterTemplat
 	encode := func(name string) []byte {
 		probe := *ec
 		probe.Name = name
-		return e.mustMarshal(BuildCluster(&probe))
+		return MustMarshal(BuildCluster(&probe))
 	}
 	const probeName, checkName = "extension/template-a/a", "extension/template-b/bb"
 	t := &clusterTemplate{}
@@ -274,12 +274,4 @@ func cutPieces(b []byte, name string, special map[protowire.Number]pieceKind, ed
 		pieces = append(pieces, clusterPiece{kind: kind})
 	}
 	return pieces, true
-}
-
-func (e *ClusterEncoder) mustMarshal(m proto.Message) []byte {
-	b, err := e.marshal.Marshal(m)
-	if err != nil {
-		panic(fmt.Sprintf("marshal %T: %v", m, err))
-	}
-	return b
 }

@@ -20,7 +20,7 @@ func buildUpstreamTLS(tls *model.UpstreamTLS, xdsClusterName string) *corev3.Tra
 	return &corev3.TransportSocket{
 		Name: tlsTransportSocketName,
 		ConfigType: &corev3.TransportSocket_TypedConfig{
-			TypedConfig: marshalAny(buildUpstreamTLSContext(tls, xdsClusterName)),
+			TypedConfig: MarshalAny(buildUpstreamTLSContext(tls, xdsClusterName)),
 		},
 	}
 }

@@ -6,13 +6,13 @@ import (
 	"encoding/hex"
 	"log/slog"
 
+	resourcev3 "github.com/envoyproxy/go-control-plane/pkg/resource/v3"
 	middleware "github.com/grpc-ecosystem/go-grpc-middleware/v2"
 	"github.com/grpc-ecosystem/go-grpc-middleware/v2/interceptors/logging"
 	"google.golang.org/grpc"
 
 	tributaryv1 "github.com/tributary-dev/tributary/gen/go/tributary/v1"
 	"github.com/tributary-dev/tributary/internal/metrics"
-	"github.com/tributary-dev/tributary/internal/translate"
 )
 
 // sessionKey is the log attribute that names a Sync session.
@@ -78,8 +78,8 @@ func orDefaultLogger(l *slog.Logger) *slog.Logger {
 
 // countSent counts the resources of one answer as sent over rpc.
 func countSent(m *metrics.Metrics, rpc string, clusters, clusterLoadAssignments []*tributaryv1.Resource) {
-	m.ResourcesSent(rpc, translate.ClusterType, len(clusters))
-	m.ResourcesSent(rpc, translate.ClusterLoadAssignmentType, len(clusterLoadAssignments))
+	m.ResourcesSent(rpc, resourcev3.ClusterType, len(clusters))
+	m.ResourcesSent(rpc, resourcev3.EndpointType, len(clusterLoadAssignments))
 }
 
 // sessionLogger is l with the session attribute of the Sync call of ctx,

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"runtime/debug"
 
+	resourcev3 "github.com/envoyproxy/go-control-plane/pkg/resource/v3"
 	"google.golang.org/grpc"
 
 	tributaryv1 "github.com/tributary-dev/tributary/gen/go/tributary/v1"
@@ -134,15 +135,15 @@ func (s *syncCall) sent(r sendResult) error {
 	return nil
 }
 
-// encodeDelta converts a Delta into a response. Resources are encoded like
+// encodeDelta converts Changes into a response. Resources are encoded like
 // Translate's, their bytes used as they are.
-func encodeDelta(batchID uint64, fullState bool, version string, d *session.Delta) *tributaryv1.SyncResponse {
+func encodeDelta(batchID uint64, fullState bool, version string, d *translate.Changes) *tributaryv1.SyncResponse {
 	return &tributaryv1.SyncResponse{Message: &tributaryv1.SyncResponse_Delta{Delta: &tributaryv1.SyncDelta{
 		BatchId:                       batchID,
 		FullState:                     fullState,
 		Version:                       version,
-		Clusters:                      encodeResources(d.Clusters, translate.ClusterType),
-		ClusterLoadAssignments:        encodeResources(d.ClusterLoadAssignments, translate.ClusterLoadAssignmentType),
+		Clusters:                      encodeResources(d.Clusters, resourcev3.ClusterType),
+		ClusterLoadAssignments:        encodeResources(d.ClusterLoadAssignments, resourcev3.EndpointType),
 		RemovedClusters:               d.RemovedClusters,
 		RemovedClusterLoadAssignments: d.RemovedClusterLoadAssignments,
 		Statuses:                      encodeStatuses(d.Statuses),

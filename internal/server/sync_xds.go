@@ -5,7 +5,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	tributaryv1 "github.com/tributary-dev/tributary/gen/go/tributary/v1"
-	"github.com/tributary-dev/tributary/internal/session"
+	"github.com/tributary-dev/tributary/internal/translate"
 	"github.com/tributary-dev/tributary/internal/xds"
 )
 
@@ -23,10 +23,9 @@ type syncXDS struct {
 	// nacks holds the NACKs waiting to be sent (see nackQueue); nil
 	// without a publication.
 	nacks nackQueue
-	// replaced is closed when a newer session takes the node group over:
-	// the one signal of it the loop heeds (Publication.Apply's
-	// ErrSuperseded says the same, later). superseded is set once the loop
-	// has seen it.
+	// replaced is closed when a newer session takes the node group over
+	// (PublicationOptions.OnSuperseded, the one signal of it). superseded
+	// is set once the loop has seen it.
 	replaced   chan struct{}
 	superseded bool
 }
@@ -72,17 +71,12 @@ func (s *syncCall) closePublication() {
 }
 
 // publish publishes what d changed. A superseded Publication changes
-// nothing, and its error is not the signal the loop heeds (see syncXDS).
-func (s *syncCall) publish(d *session.Delta) {
+// nothing: the loop learns of the takeover from replaced.
+func (s *syncCall) publish(d *translate.Changes) {
 	if s.xds.publication == nil || d.Empty() {
 		return
 	}
-	_ = s.xds.publication.Apply(xds.Changes{
-		Clusters:                      d.Clusters,
-		ClusterLoadAssignments:        d.ClusterLoadAssignments,
-		RemovedClusters:               d.RemovedClusters,
-		RemovedClusterLoadAssignments: d.RemovedClusterLoadAssignments,
-	})
+	s.xds.publication.Apply(*d)
 }
 
 // supersededOrNil is the channel that tells of a takeover, or nil (never

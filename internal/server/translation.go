@@ -5,6 +5,7 @@ import (
 	"log/slog"
 	"time"
 
+	resourcev3 "github.com/envoyproxy/go-control-plane/pkg/resource/v3"
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/types/known/anypb"
 
@@ -72,8 +73,8 @@ func (t translationService) Translate(ctx context.Context, req *tributaryv1.Tran
 // versions hash.
 func encodeResult(res *translate.Result) *tributaryv1.TranslateResponse {
 	return &tributaryv1.TranslateResponse{
-		Clusters:               encodeResources(res.Clusters, translate.ClusterType),
-		ClusterLoadAssignments: encodeResources(res.ClusterLoadAssignments, translate.ClusterLoadAssignmentType),
+		Clusters:               encodeResources(res.Clusters, resourcev3.ClusterType),
+		ClusterLoadAssignments: encodeResources(res.ClusterLoadAssignments, resourcev3.EndpointType),
 		Statuses:               encodeStatuses(res.Statuses),
 	}
 }

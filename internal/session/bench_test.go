@@ -36,8 +36,8 @@ func loadedSession(tb testing.TB, n, m int) (*session.Session, *source.Objects) 
 // endpoint is added to (then, next iteration, removed from) one Service's
 // EndpointSlice, at the end as the EndpointSlice controller adds them. In
 // "apply" an iteration is one Apply, which ends with the changed
-// ClusterLoadAssignment serialised and hashed in the Delta; in
-// "apply+outbox" the Delta also goes through an Outbox, Put then Take, to
+// ClusterLoadAssignment serialised and hashed in the Changes; in
+// "apply+outbox" the Changes also goes through an Outbox, Put then Take, to
 // where the server's sender marshals it onto the stream. "apply-first"
 // adds the endpoint in front of the others instead, so the session can
 // reuse nothing of the slice it replaces (see model.Builder's
@@ -54,7 +54,7 @@ func BenchmarkApplyOneEndpoint(b *testing.B) {
 		{EndpointSlices: []source.EndpointSlice{grown}},
 		{EndpointSlices: []source.EndpointSlice{base}},
 	}
-	check := func(b *testing.B, d *session.Delta) {
+	check := func(b *testing.B, d *translate.Changes) {
 		if len(d.ClusterLoadAssignments) != 1 || len(d.Clusters) != 0 || len(d.Statuses) != 0 {
 			b.Fatalf("delta has %d CLAs, %d clusters, %d statuses; want just 1 CLA",
 				len(d.ClusterLoadAssignments), len(d.Clusters), len(d.Statuses))
@@ -62,7 +62,7 @@ func BenchmarkApplyOneEndpoint(b *testing.B) {
 	}
 	i := 0
 	// timed runs op, which applies variant i&1, once per iteration.
-	timed := func(b *testing.B, op func() session.Delta) {
+	timed := func(b *testing.B, op func() translate.Changes) {
 		runtime.GC() // loading's garbage is not this benchmark's
 		b.ReportAllocs()
 		b.ResetTimer()
@@ -75,12 +75,12 @@ func BenchmarkApplyOneEndpoint(b *testing.B) {
 		cpu.report(b)
 	}
 	b.Run("apply", func(b *testing.B) {
-		timed(b, func() session.Delta { return s.Apply(&session.Batch{Upserts: variants[i&1]}) })
+		timed(b, func() translate.Changes { return s.Apply(&session.Batch{Upserts: variants[i&1]}) })
 	})
 	b.Run("apply-first", func(b *testing.B) {
 		firstVariants := variants
 		firstVariants[0] = source.Objects{EndpointSlices: []source.EndpointSlice{grownFirst}}
-		timed(b, func() session.Delta { return s.Apply(&session.Batch{Upserts: firstVariants[i&1]}) })
+		timed(b, func() translate.Changes { return s.Apply(&session.Batch{Upserts: firstVariants[i&1]}) })
 	})
 	b.Run("apply+outbox", func(b *testing.B) {
 		// The reader starts with the CLA the loop changes.
@@ -90,7 +90,7 @@ func BenchmarkApplyOneEndpoint(b *testing.B) {
 		if _, _, ok := o.Take(); !ok {
 			b.Fatal("nothing to take")
 		}
-		timed(b, func() session.Delta {
+		timed(b, func() translate.Changes {
 			o.Put(uint64(i), s.Apply(&session.Batch{Upserts: variants[i&1]}))
 			_, d, ok := o.Take()
 			if !ok {
@@ -159,7 +159,7 @@ func BenchmarkOutboxPutTake(b *testing.B) {
 	for _, n := range []int{1, benchN} {
 		b.Run(fmt.Sprintf("tracked=%d", n), func(b *testing.B) {
 			o := session.NewOutbox()
-			var initial session.Delta
+			var initial translate.Changes
 			for i := range n {
 				name := fmt.Sprintf("extension/ns/ext-%05d", i)
 				initial.ClusterLoadAssignments = append(initial.ClusterLoadAssignments, translate.Resource{Name: name, Version: "0", Body: []byte{1}})
@@ -168,7 +168,7 @@ func BenchmarkOutboxPutTake(b *testing.B) {
 			if _, _, ok := o.Take(); !ok {
 				b.Fatal("nothing to take")
 			}
-			changes := [2]session.Delta{
+			changes := [2]translate.Changes{
 				{ClusterLoadAssignments: []translate.Resource{{Name: "extension/ns/ext-00000", Version: "0", Body: []byte{1}}}},
 				{ClusterLoadAssignments: []translate.Resource{{Name: "extension/ns/ext-00000", Version: "1", Body: []byte{2}}}},
 			}

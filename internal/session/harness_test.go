@@ -105,9 +105,9 @@ func newHarness(t *testing.T, settings source.Settings) *harness {
 	return h
 }
 
-// apply applies b and returns the Delta, the ExtensionServices rebuilt
+// apply applies b and returns the Changes, the ExtensionServices rebuilt
 // (nil for none) and a Translate of the objects after b.
-func (h *harness) apply(b session.Batch) (session.Delta, []source.NamespacedName, *translate.Result) {
+func (h *harness) apply(b session.Batch) (translate.Changes, []source.NamespacedName, *translate.Result) {
 	h.t.Helper()
 	h.rebuilt = nil
 	h.objects.apply(&b)
@@ -115,14 +115,14 @@ func (h *harness) apply(b session.Batch) (session.Delta, []source.NamespacedName
 	return d, h.rebuilt, translate.Translate(h.objects.objects(), h.settings)
 }
 
-// expected names the entries a Delta should hold; their contents come from
+// expected names the entries a Changes should hold; their contents come from
 // a Translate.
 type expected struct {
 	clusters, clas, statuses                      []string // "namespace/name" of ExtensionServices
 	removedClusters, removedCLAs, removedStatuses []string
 }
 
-func (e expected) delta(t *testing.T, r *translate.Result) session.Delta {
+func (e expected) delta(t *testing.T, r *translate.Result) translate.Changes {
 	t.Helper()
 	find := func(list []translate.Resource, es string) translate.Resource {
 		for _, res := range list {
@@ -133,7 +133,7 @@ func (e expected) delta(t *testing.T, r *translate.Result) session.Delta {
 		t.Fatalf("Translate has no resource for %s", es)
 		return translate.Resource{}
 	}
-	var d session.Delta
+	var d translate.Changes
 	for _, es := range e.clusters {
 		d.Clusters = append(d.Clusters, find(r.Clusters, es))
 	}
@@ -182,7 +182,7 @@ func (h *harness) check(b session.Batch, want expected, wantRebuilt ...source.Na
 	h.t.Helper()
 	d, rebuilt, result := h.apply(b)
 	if diff := cmp.Diff(want.delta(h.t, result), d, deltaOptions); diff != "" {
-		h.t.Errorf("Delta (-want +got):\n%s", diff)
+		h.t.Errorf("Changes (-want +got):\n%s", diff)
 	}
 	if diff := cmp.Diff(wantRebuilt, rebuilt, cmpopts.EquateEmpty()); diff != "" {
 		h.t.Errorf("rebuilt ExtensionServices (-want +got):\n%s", diff)
@@ -190,12 +190,12 @@ func (h *harness) check(b session.Batch, want expected, wantRebuilt ...source.Na
 	h.checkState(result)
 }
 
-// checkState asserts that State is a full Delta of Translate's output.
+// checkState asserts that State is full Changes of Translate's output.
 func (h *harness) checkState(r *translate.Result) {
 	h.t.Helper()
-	// Translate lists resources in namespace/name order, a Delta in name order.
+	// Translate lists resources in namespace/name order, a Changes in name order.
 	byName := func(a, b translate.Resource) int { return strings.Compare(a.Name, b.Name) }
-	want := session.Delta{
+	want := translate.Changes{
 		Clusters:               slices.SortedFunc(slices.Values(r.Clusters), byName),
 		ClusterLoadAssignments: slices.SortedFunc(slices.Values(r.ClusterLoadAssignments), byName),
 		Statuses:               r.Statuses,

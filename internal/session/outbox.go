@@ -1,9 +1,6 @@
 package session
 
 import (
-	"cmp"
-	"slices"
-
 	"github.com/tributary-dev/tributary/internal/model"
 	"github.com/tributary-dev/tributary/internal/source"
 	"github.com/tributary-dev/tributary/internal/translate"
@@ -73,7 +70,7 @@ func NewOutbox() *Outbox {
 // A d that is Empty still records the batch, so the reader acknowledges it.
 // The Outbox keeps the Resources and Statuses of d, which must not change
 // afterwards (Session.Apply's deltas never do).
-func (o *Outbox) Put(batchID uint64, d Delta) {
+func (o *Outbox) Put(batchID uint64, d translate.Changes) {
 	o.pending, o.batchID = true, batchID
 	o.clusters.put(d.Clusters, d.RemovedClusters)
 	o.clas.put(d.ClusterLoadAssignments, d.RemovedClusterLoadAssignments)
@@ -120,19 +117,19 @@ func (o *Outbox) Pending() bool { return o.pending }
 // false when nothing was Put since. The delta leaves out what the reader
 // already has: a resource changed and changed back, or added and removed
 // again, since the last Take is not in it.
-func (o *Outbox) Take() (batchID uint64, d Delta, ok bool) {
+func (o *Outbox) Take() (batchID uint64, d translate.Changes, ok bool) {
 	if !o.pending {
-		return 0, Delta{}, false
+		return 0, translate.Changes{}, false
 	}
 	d.Clusters, d.RemovedClusters = o.clusters.take()
 	d.ClusterLoadAssignments, d.RemovedClusterLoadAssignments = o.clas.take()
 	d.Statuses, d.RemovedStatuses = o.statuses.take()
+	d.Sort()
 	o.pending = false
 	return o.batchID, d, true
 }
 
-// take returns the pending changes in name order and records them as the
-// reader's.
+// take returns the pending changes and records them as the reader's.
 func (p *pendingResources) take() (changed []translate.Resource, removed []string) {
 	for name, r := range p.changed {
 		if r.Body == nil && r.Version == "" {
@@ -144,8 +141,6 @@ func (p *pendingResources) take() (changed []translate.Resource, removed []strin
 		p.sent[name] = r.Version
 	}
 	p.changed = emptied(p.changed)
-	slices.SortFunc(changed, func(a, b translate.Resource) int { return cmp.Compare(a.Name, b.Name) })
-	slices.Sort(removed)
 	return changed, removed
 }
 
@@ -160,10 +155,6 @@ func (p *pendingStatuses) take() (changed []model.Status, removed []source.Names
 		p.sent[name] = st.hash
 	}
 	p.changed = emptied(p.changed)
-	slices.SortFunc(changed, func(a, b model.Status) int {
-		return cmp.Or(cmp.Compare(a.Namespace, b.Namespace), cmp.Compare(a.Name, b.Name))
-	})
-	slices.SortFunc(removed, compareNames)
 	return changed, removed
 }
 

@@ -21,7 +21,7 @@ func status(namespace, name, message string) model.Status {
 }
 
 // takeNow takes from o, failing if nothing is pending.
-func takeNow(t *testing.T, o *session.Outbox) (uint64, session.Delta) {
+func takeNow(t *testing.T, o *session.Outbox) (uint64, translate.Changes) {
 	t.Helper()
 	id, d, ok := o.Take()
 	if !ok {
@@ -31,7 +31,7 @@ func takeNow(t *testing.T, o *session.Outbox) (uint64, session.Delta) {
 }
 
 // checkTake asserts what the next Take returns.
-func checkTake(t *testing.T, o *session.Outbox, wantID uint64, want session.Delta) {
+func checkTake(t *testing.T, o *session.Outbox, wantID uint64, want translate.Changes) {
 	t.Helper()
 	id, d := takeNow(t, o)
 	if id != wantID {
@@ -47,13 +47,13 @@ func checkTake(t *testing.T, o *session.Outbox, wantID uint64, want session.Delt
 func TestOutboxSlowReader(t *testing.T) {
 	o := session.NewOutbox()
 	for i := range uint64(100) {
-		o.Put(i+1, session.Delta{
+		o.Put(i+1, translate.Changes{
 			Clusters:               []translate.Resource{resource("c", fmt.Sprint(i%7))},
 			ClusterLoadAssignments: []translate.Resource{resource("x", fmt.Sprint(i)), resource(fmt.Sprintf("y%d", i%3), "1")},
 			Statuses:               []model.Status{status("ns", "x", fmt.Sprint(i))},
 		})
 	}
-	checkTake(t, o, 100, session.Delta{
+	checkTake(t, o, 100, translate.Changes{
 		Clusters:               []translate.Resource{resource("c", "1")}, // 99 % 7
 		ClusterLoadAssignments: []translate.Resource{resource("x", "99"), resource("y0", "1"), resource("y1", "1"), resource("y2", "1")},
 		Statuses:               []model.Status{status("ns", "x", "99")},
@@ -71,49 +71,49 @@ func TestOutboxSlowReader(t *testing.T) {
 // to what the reader has: nothing to send, but the batch is acknowledged.
 func TestOutboxCancelsOut(t *testing.T) {
 	o := session.NewOutbox()
-	o.Put(1, session.Delta{
+	o.Put(1, translate.Changes{
 		Clusters: []translate.Resource{resource("kept", "1")},
 		Statuses: []model.Status{status("ns", "kept", "valid")},
 	})
-	checkTake(t, o, 1, session.Delta{
+	checkTake(t, o, 1, translate.Changes{
 		Clusters: []translate.Resource{resource("kept", "1")},
 		Statuses: []model.Status{status("ns", "kept", "valid")},
 	})
 
-	o.Put(2, session.Delta{
+	o.Put(2, translate.Changes{
 		Clusters:               []translate.Resource{resource("new", "1"), resource("kept", "2")},
 		ClusterLoadAssignments: []translate.Resource{resource("new", "1")},
 		Statuses:               []model.Status{status("ns", "new", "valid"), status("ns", "kept", "changed")},
 	})
-	o.Put(3, session.Delta{
+	o.Put(3, translate.Changes{
 		Clusters:                      []translate.Resource{resource("kept", "1")},
 		RemovedClusters:               []string{"new"},
 		RemovedClusterLoadAssignments: []string{"new"},
 		Statuses:                      []model.Status{status("ns", "kept", "valid")},
 		RemovedStatuses:               []source.NamespacedName{nn("ns", "new")},
 	})
-	checkTake(t, o, 3, session.Delta{})
+	checkTake(t, o, 3, translate.Changes{})
 	if pending, taken := session.OutboxPending(o); pending != 0 || taken != 2 {
 		t.Errorf("Outbox holds %d pending and %d taken entries, want 0 and 2", pending, taken)
 	}
 
 	// A removal of something the reader has is sent; so is its return.
-	o.Put(4, session.Delta{RemovedClusters: []string{"kept"}, RemovedStatuses: []source.NamespacedName{nn("ns", "kept")}})
-	checkTake(t, o, 4, session.Delta{RemovedClusters: []string{"kept"}, RemovedStatuses: []source.NamespacedName{nn("ns", "kept")}})
-	o.Put(5, session.Delta{Clusters: []translate.Resource{resource("kept", "1")}, Statuses: []model.Status{status("ns", "kept", "valid")}})
-	checkTake(t, o, 5, session.Delta{Clusters: []translate.Resource{resource("kept", "1")}, Statuses: []model.Status{status("ns", "kept", "valid")}})
+	o.Put(4, translate.Changes{RemovedClusters: []string{"kept"}, RemovedStatuses: []source.NamespacedName{nn("ns", "kept")}})
+	checkTake(t, o, 4, translate.Changes{RemovedClusters: []string{"kept"}, RemovedStatuses: []source.NamespacedName{nn("ns", "kept")}})
+	o.Put(5, translate.Changes{Clusters: []translate.Resource{resource("kept", "1")}, Statuses: []model.Status{status("ns", "kept", "valid")}})
+	checkTake(t, o, 5, translate.Changes{Clusters: []translate.Resource{resource("kept", "1")}, Statuses: []model.Status{status("ns", "kept", "valid")}})
 
 	// Removed then added back as it was: nothing to send.
-	o.Put(6, session.Delta{RemovedClusters: []string{"kept"}})
-	o.Put(7, session.Delta{Clusters: []translate.Resource{resource("kept", "1")}})
-	checkTake(t, o, 7, session.Delta{})
+	o.Put(6, translate.Changes{RemovedClusters: []string{"kept"}})
+	o.Put(7, translate.Changes{Clusters: []translate.Resource{resource("kept", "1")}})
+	checkTake(t, o, 7, translate.Changes{})
 }
 
 // A batch that changed nothing is still acknowledged.
 func TestOutboxAcknowledgesEmptyBatch(t *testing.T) {
 	o := session.NewOutbox()
-	o.Put(42, session.Delta{})
-	checkTake(t, o, 42, session.Delta{})
+	o.Put(42, translate.Changes{})
+	checkTake(t, o, 42, translate.Changes{})
 }
 
 // The Outbox's memory follows the names in the output, not the number of
@@ -123,12 +123,12 @@ func TestOutboxMemoryIsPerName(t *testing.T) {
 	o := session.NewOutbox()
 	for i := range 10000 {
 		name := fmt.Sprintf("extension/ns/e%d", i)
-		o.Put(uint64(2*i+1), session.Delta{
+		o.Put(uint64(2*i+1), translate.Changes{
 			Clusters:               []translate.Resource{resource(name, "1"), resource("steady", fmt.Sprint(i))},
 			ClusterLoadAssignments: []translate.Resource{resource(name, "1")},
 			Statuses:               []model.Status{status("ns", fmt.Sprint(i), "valid")},
 		})
-		o.Put(uint64(2*i+2), session.Delta{
+		o.Put(uint64(2*i+2), translate.Changes{
 			RemovedClusters:               []string{name},
 			RemovedClusterLoadAssignments: []string{name},
 			RemovedStatuses:               []source.NamespacedName{nn("ns", fmt.Sprint(i))},
@@ -137,7 +137,7 @@ func TestOutboxMemoryIsPerName(t *testing.T) {
 	if pending, taken := session.OutboxPending(o); pending != 1 || taken != 0 {
 		t.Errorf("Outbox holds %d pending and %d taken entries, want 1 and 0", pending, taken)
 	}
-	checkTake(t, o, 20000, session.Delta{Clusters: []translate.Resource{resource("steady", "9999")}})
+	checkTake(t, o, 20000, translate.Changes{Clusters: []translate.Resource{resource("steady", "9999")}})
 }
 
 // A writer and a reader taking turns irregularly, as a Sync call's loop
@@ -156,7 +156,7 @@ func TestOutboxInterleavedWriterAndReader(t *testing.T) {
 			}
 			i := put
 			name := fmt.Sprintf("r%d", i%10)
-			d := session.Delta{Clusters: []translate.Resource{resource(name, fmt.Sprint(i))}}
+			d := translate.Changes{Clusters: []translate.Resource{resource(name, fmt.Sprint(i))}}
 			if i%10 == 9 {
 				d.RemovedClusters = []string{fmt.Sprintf("r%d", (i/10)%9)}
 			}

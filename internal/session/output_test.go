@@ -8,7 +8,6 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/tributary-dev/tributary/internal/model"
-	"github.com/tributary-dev/tributary/internal/session"
 	"github.com/tributary-dev/tributary/internal/source"
 	"github.com/tributary-dev/tributary/internal/translate"
 )
@@ -47,7 +46,7 @@ func outputOf(r *translate.Result) *output {
 // minimal, well-formed delta against out: an entry that changes nothing
 // (a resource or status sent again unchanged, a removal of something
 // absent), a name listed twice, or lists out of the documented order.
-func (out *output) apply(d *session.Delta) []string {
+func (out *output) apply(d *translate.Changes) []string {
 	var problems []string
 	problem := func(format string, args ...any) { problems = append(problems, fmt.Sprintf(format, args...)) }
 
@@ -92,10 +91,10 @@ func (out *output) apply(d *session.Delta) []string {
 	statusName := func(st model.Status) source.NamespacedName {
 		return source.NamespacedName{Namespace: st.Namespace, Name: st.Name}
 	}
-	if !slices.IsSortedFunc(d.Statuses, func(a, b model.Status) int { return compareNames(statusName(a), statusName(b)) }) {
+	if !slices.IsSortedFunc(d.Statuses, func(a, b model.Status) int { return statusName(a).Compare(statusName(b)) }) {
 		problem("statuses not sorted by namespace and name")
 	}
-	if !slices.IsSortedFunc(d.RemovedStatuses, compareNames) {
+	if !slices.IsSortedFunc(d.RemovedStatuses, source.NamespacedName.Compare) {
 		problem("removed statuses not sorted by namespace and name")
 	}
 	seen := map[source.NamespacedName]bool{}

@@ -18,7 +18,6 @@
 package session
 
 import (
-	"cmp"
 	"slices"
 
 	"github.com/tributary-dev/tributary/internal/model"
@@ -41,29 +40,6 @@ type Batch struct {
 	Deletes []Ref
 }
 
-// Delta is what changed in a session's output. Every list is sorted by name
-// (statuses by namespace, then name). Applying deltas in order to an empty
-// output gives exactly what translate.Translate gives for the session's
-// current objects.
-type Delta struct {
-	// Clusters and ClusterLoadAssignments added or changed.
-	Clusters               []translate.Resource
-	ClusterLoadAssignments []translate.Resource
-	// Names of resources that no longer exist.
-	RemovedClusters               []string
-	RemovedClusterLoadAssignments []string
-	// Statuses added or changed, and the ExtensionServices deleted.
-	Statuses        []model.Status
-	RemovedStatuses []source.NamespacedName
-}
-
-// Empty reports whether d changes nothing.
-func (d *Delta) Empty() bool {
-	return len(d.Clusters) == 0 && len(d.ClusterLoadAssignments) == 0 &&
-		len(d.RemovedClusters) == 0 && len(d.RemovedClusterLoadAssignments) == 0 &&
-		len(d.Statuses) == 0 && len(d.RemovedStatuses) == 0
-}
-
 // Session is one Sync session's objects and output. It is not safe for
 // concurrent use: one goroutine applies batches.
 //
@@ -81,15 +57,15 @@ type Session struct {
 	byCASecret            dependents[source.NamespacedName]
 	byDelegationNamespace dependents[string]
 
-	builder *rebuilder
+	translator *translate.Incremental
 	// counts holds the number of objects held, by kind.
 	counts [kindEnd]int
 
 	// Scratch reused from one Apply to the next.
 	dirty    map[*extension]change
 	order    []*extension
-	rebuild  []*extension
-	outcomes []translate.Outcome
+	rebuild  []*extension // the ExtensionServices of rebuilds, in order
+	rebuilds []translate.Rebuild
 
 	// observeRebuild, when set (by tests), is told which ExtensionServices
 	// each Apply rebuilt or removed, in order.
@@ -119,7 +95,7 @@ func New(settings source.Settings) *Session {
 	return &Session{
 		settings:              settings,
 		index:                 idx,
-		builder:               newRebuilder(idx, settings),
+		translator:            translate.NewIncremental(idx, settings),
 		extensions:            map[source.NamespacedName]*extension{},
 		byTarget:              dependents[source.NamespacedName]{},
 		byCASecret:            dependents[source.NamespacedName]{},
@@ -133,7 +109,10 @@ func New(settings source.Settings) *Session {
 // or deletes, those targeting a Service whose Service object or
 // EndpointSlices b changes, those whose CA Secret or delegation b changes,
 // and, when b changes the client certificate Secret, those that use it.
-// Unchanged resources are not in the Delta, even when rebuilt.
+// Unchanged resources are not in the Changes, even when rebuilt. Every list
+// is sorted by name (statuses by namespace, then name), and applying the
+// Changes of every Apply in order to an empty output gives exactly what
+// translate.Translate gives for the session's current objects.
 //
 // Apply keeps a shallow copy of every upserted object: the top-level struct
 // is copied (so the session never pins the batch's slices of objects), but
@@ -142,7 +121,7 @@ func New(settings source.Settings) *Session {
 // afterwards; the server decodes every request into fresh objects, so this
 // costs it nothing and saves copying megabytes of endpoints per batch.
 // Deleting an object the session does not hold changes nothing.
-func (s *Session) Apply(b *Batch) Delta {
+func (s *Session) Apply(b *Batch) translate.Changes {
 	for _, k := range kindTable[KindExtensionService:] {
 		k.upsert(s, b.Upserts)
 	}
@@ -255,18 +234,14 @@ func (s *Session) deleteExtensionService(old *source.ExtensionService) {
 	s.dirty[e] |= changeOther
 }
 
-func compareNames(a, b source.NamespacedName) int {
-	return cmp.Or(cmp.Compare(a.Namespace, b.Namespace), cmp.Compare(a.Name, b.Name))
-}
-
 // smallScratch is the size up to which scratch is kept for the next Apply.
 const smallScratch = 64
 
 // rebuildDirty rebuilds the marked ExtensionServices, in name order so the
 // work (and any parallel split of it) is the same whatever order the batch
 // listed things in, and returns how their output changed.
-func (s *Session) rebuildDirty() Delta {
-	var d Delta
+func (s *Session) rebuildDirty() translate.Changes {
+	var d translate.Changes
 	if len(s.dirty) == 0 {
 		return d
 	}
@@ -283,7 +258,7 @@ func (s *Session) rebuildDirty() Delta {
 		clear(s.dirty)
 	}
 	if len(s.order) > 1 {
-		slices.SortFunc(s.order, func(a, b *extension) int { return compareNames(a.name, b.name) })
+		slices.SortFunc(s.order, func(a, b *extension) int { return a.name.Compare(b.name) })
 	}
 
 	if s.observeRebuild != nil {
@@ -294,38 +269,34 @@ func (s *Session) rebuildDirty() Delta {
 		s.observeRebuild(names)
 	}
 
-	s.rebuild = s.rebuild[:0]
-	for _, e := range s.order {
-		if e.object != nil {
-			s.rebuild = append(s.rebuild, e)
-		}
-	}
-	outcomes := s.builder.build(s.rebuild, s.outcomes)
-	clear(s.rebuild) // keep no objects alive from scratch
-
-	next := 0
+	s.rebuild, s.rebuilds = s.rebuild[:0], s.rebuilds[:0]
 	for _, e := range s.order {
 		if e.object == nil {
-			d.removeAll(e)
+			removeAll(&d, e)
 			continue
 		}
-		d.update(e, &outcomes[next])
-		next++
+		r := translate.Rebuild{ExtensionService: e.object}
+		if e.change == changeTargets {
+			// Only what it targets changed: its Cluster stays as it is.
+			r.KeepCluster = translate.Resource{Name: e.status.ClusterName, Version: e.clusterVersion}
+		}
+		s.rebuild = append(s.rebuild, e)
+		s.rebuilds = append(s.rebuilds, r)
 	}
+	s.translator.Rebuild(s.rebuilds, func(i int, o *translate.Outcome) { update(&d, s.rebuild[i], o) })
+	// Keep no objects alive from scratch.
+	clear(s.rebuild)
+	clear(s.rebuilds)
 	clear(s.order)
 	if len(s.order) > smallScratch {
-		s.order, s.rebuild = nil, nil
+		s.order, s.rebuild, s.rebuilds = nil, nil, nil
 	}
-	if len(outcomes) < inlineLimit {
-		clear(outcomes) // drop the bodies: the Delta has them now
-		s.outcomes = outcomes
-	}
-	d.sort()
+	d.Sort()
 	return d
 }
 
-// removeAll records that the deleted e no longer has any output.
-func (d *Delta) removeAll(e *extension) {
+// removeAll records in d that the deleted e no longer has any output.
+func removeAll(d *translate.Changes, e *extension) {
 	if !e.built {
 		return
 	}
@@ -338,9 +309,9 @@ func (d *Delta) removeAll(e *extension) {
 	d.RemovedStatuses = append(d.RemovedStatuses, e.name)
 }
 
-// update records how o differs from e's last outcome, and makes o e's
+// update records in d how o differs from e's last outcome, and makes o e's
 // last outcome.
-func (d *Delta) update(e *extension, o *translate.Outcome) {
+func update(d *translate.Changes, e *extension, o *translate.Outcome) {
 	oldCluster := e.status.ClusterName // the name e's resources were under
 	switch {
 	case o.Valid() && o.Cluster.Version != e.clusterVersion:
@@ -362,35 +333,19 @@ func (d *Delta) update(e *extension, o *translate.Outcome) {
 	e.status = o.Status
 }
 
-// sort puts every list in the order Delta documents. Statuses and removed
-// statuses are already in name order (they follow the rebuild order);
-// resources are ordered by their own name, which is not the same order
-// ("extension/a-b/x" sorts before "extension/a/y").
-func (d *Delta) sort() {
-	byName := func(a, b translate.Resource) int { return cmp.Compare(a.Name, b.Name) }
-	if len(d.Clusters) > 1 {
-		slices.SortFunc(d.Clusters, byName)
-	}
-	if len(d.ClusterLoadAssignments) > 1 {
-		slices.SortFunc(d.ClusterLoadAssignments, byName)
-	}
-	slices.Sort(d.RemovedClusters)
-	slices.Sort(d.RemovedClusterLoadAssignments)
-}
-
-// State returns the session's complete output as a Delta from nothing.
+// State returns the session's complete output as Changes from nothing.
 // Since the session keeps no resource bodies, it rebuilds every
 // ExtensionService: as costly as a Translate of the session's objects.
 // Builds are deterministic, so what it returns has the very versions the
 // deltas announced.
-func (s *Session) State() Delta {
+func (s *Session) State() translate.Changes {
 	all := make([]*source.ExtensionService, 0, len(s.extensions))
 	for _, e := range s.extensions {
 		all = append(all, e.object)
 	}
-	slices.SortFunc(all, func(a, b *source.ExtensionService) int { return compareNames(a.NamespacedName(), b.NamespacedName()) })
-	res := translate.ResultOf(translate.Build(s.index, s.settings, all))
-	d := Delta{Clusters: res.Clusters, ClusterLoadAssignments: res.ClusterLoadAssignments, Statuses: res.Statuses}
-	d.sort()
+	slices.SortFunc(all, func(a, b *source.ExtensionService) int { return a.NamespacedName().Compare(b.NamespacedName()) })
+	res := s.translator.All(all)
+	d := translate.Changes{Clusters: res.Clusters, ClusterLoadAssignments: res.ClusterLoadAssignments, Statuses: res.Statuses}
+	d.Sort()
 	return d
 }

@@ -109,13 +109,14 @@ const endpointSize = int64(unsafe.Sizeof(source.Endpoint{})) + 3*8
 
 // addressOutputSize is the output one address becomes: its LbEndpoint in
 // the encoded ClusterLoadAssignment (held until the delta is sent) and in
-// the scratch the session's builder keeps for the next rebuild.
+// the scratch translate.Incremental's kept builder reuses for the next
+// rebuild.
 const addressOutputSize = 48
 
-// The builder's slice cache (model.Builder's CacheEndpointSlices) holds a
+// Incremental's slice cache (model.Builder's CacheEndpointSlices) holds a
 // packed key per endpoint and slice port it matched (an unnamed Service
 // port matches every TCP port of a slice), and sliceCacheEntrySize more
-// per slice (BenchmarkSliceCacheMemory in model measures both).
+// per slice (BenchmarkSliceCacheMemory in internal/endpoints measures both).
 const (
 	cachedKeySize       = 8
 	sliceCacheEntrySize = 300

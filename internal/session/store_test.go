@@ -1,8 +1,6 @@
 package session_test
 
 import (
-	"cmp"
-
 	"github.com/tributary-dev/tributary/internal/session"
 	"github.com/tributary-dev/tributary/internal/source"
 )
@@ -83,8 +81,4 @@ func values[V any](m map[source.NamespacedName]V) []V {
 		out = append(out, v)
 	}
 	return out
-}
-
-func compareNames(a, b source.NamespacedName) int {
-	return cmp.Or(cmp.Compare(a.Namespace, b.Namespace), cmp.Compare(a.Name, b.Name))
 }

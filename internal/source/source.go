@@ -7,7 +7,10 @@
 // protobuf dependency so the translation pipeline stays a pure library.
 package source
 
-import "time"
+import (
+	"cmp"
+	"time"
+)
 
 // Meta is the object metadata translation reads.
 type Meta struct {
@@ -158,6 +161,12 @@ type NamespacedName struct {
 
 // String gives "namespace/name", the form Kubernetes messages use.
 func (n NamespacedName) String() string { return n.Namespace + "/" + n.Name }
+
+// Compare orders names by namespace, then name: the order of every sorted
+// list of objects and statuses.
+func (n NamespacedName) Compare(o NamespacedName) int {
+	return cmp.Or(cmp.Compare(n.Namespace, o.Namespace), cmp.Compare(n.Name, o.Name))
+}
 
 // Settings are the translator-wide options, already parsed. The zero value
 // means every default.

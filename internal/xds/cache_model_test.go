@@ -91,7 +91,7 @@ func runModel(t *testing.T, seed uint64, variants map[string][]translate.Resourc
 		var did string
 		switch n := rng.IntN(10); {
 		case n < 4: // publish or withdraw a few
-			var ch xds.Changes
+			var ch translate.Changes
 			for _, name := range pick(rng, universe) {
 				if rng.IntN(4) == 0 {
 					if _, ok := published[name]; ok {
@@ -104,7 +104,7 @@ func runModel(t *testing.T, seed uint64, variants map[string][]translate.Resourc
 				published[name] = r
 				ch.ClusterLoadAssignments = append(ch.ClusterLoadAssignments, r)
 			}
-			mustApply(t, pub, ch)
+			pub.Apply(ch)
 			did = fmt.Sprintf("publish %d, withdraw %v", len(ch.ClusterLoadAssignments), ch.RemovedClusterLoadAssignments)
 		case n < 6:
 			c := clients[rng.IntN(len(clients))]
@@ -168,11 +168,11 @@ func TestCacheAgainstModelStaleRequest(t *testing.T) {
 	c.subscribe([]string{a, b}, false)
 
 	published := map[string]translate.Resource{a: variants[a][0], b: variants[b][0]}
-	mustApply(t, pub, xds.Changes{ClusterLoadAssignments: []translate.Resource{variants[a][0], variants[b][0]}})
+	pub.Apply(translate.Changes{ClusterLoadAssignments: []translate.Resource{variants[a][0], variants[b][0]}})
 	c.settle(rng, published, "both published")
 
 	published[a] = variants[a][1]
-	mustApply(t, pub, xds.Changes{ClusterLoadAssignments: []translate.Resource{variants[a][1]}})
+	pub.Apply(translate.Changes{ClusterLoadAssignments: []translate.Resource{variants[a][1]}})
 	for len(c.responses) == 0 { // the response is on its way, unread
 		time.Sleep(time.Millisecond)
 	}

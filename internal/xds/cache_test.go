@@ -21,7 +21,7 @@ import (
 func TestKnownTypeWithNothingPublished(t *testing.T) {
 	p, conn := startServer(t, xds.Options{})
 	_, res := translated(1, 1)
-	mustApply(t, mustOpen(t, p, "edge", xds.PublicationOptions{}), everything(res))
+	mustOpen(t, p, "edge", xds.PublicationOptions{}).Apply(everything(res))
 
 	c := xdstest.NewSotW(t, conn)
 	routes := c.Subscribe(node("envoy-1"), resourcev3.RouteType, "some-route")
@@ -40,9 +40,9 @@ func TestKnownTypeWithNothingPublished(t *testing.T) {
 func TestStreamMovesToAnotherGroup(t *testing.T) {
 	p, conn := startServer(t, xds.Options{})
 	_, a := translated(3, 1)
-	mustApply(t, mustOpen(t, p, "a", xds.PublicationOptions{}), everything(a))
+	mustOpen(t, p, "a", xds.PublicationOptions{}).Apply(everything(a))
 	_, b := translated(1, 1) // the first of a's, in the same version
-	mustApply(t, mustOpen(t, p, "b", xds.PublicationOptions{}), everything(b))
+	mustOpen(t, p, "b", xds.PublicationOptions{}).Apply(everything(b))
 
 	d := xdstest.NewDelta(t, conn)
 	d.Subscribe(&corev3.Node{Id: "d", Cluster: "a"}, resourcev3.ClusterType)
@@ -65,7 +65,7 @@ func TestStreamMovesToAnotherGroup(t *testing.T) {
 func TestDeltaInitialResourceVersions(t *testing.T) {
 	p, conn := startServer(t, xds.Options{})
 	_, res := translated(2, 1)
-	mustApply(t, mustOpen(t, p, "edge", xds.PublicationOptions{}), everything(res))
+	mustOpen(t, p, "edge", xds.PublicationOptions{}).Apply(everything(res))
 	held, changed := res.ClusterLoadAssignments[0], res.ClusterLoadAssignments[1]
 	c := xdstest.NewDelta(t, conn)
 	c.Send(&discoveryv3.DeltaDiscoveryRequest{

@@ -53,7 +53,7 @@ func TestMaxStreams(t *testing.T) {
 	p, conn := startServer(t, xds.Options{Limits: xds.Limits{MaxStreams: 2}})
 	_, res := translated(2, 1)
 	pub := mustOpen(t, p, "edge", xds.PublicationOptions{})
-	mustApply(t, pub, everything(res))
+	pub.Apply(everything(res))
 
 	ctx, cancel := context.WithCancel(t.Context())
 	first := xdstest.NewDelta(t, conn)
@@ -74,7 +74,7 @@ func TestMaxStreams(t *testing.T) {
 
 	// The open streams are served as before.
 	_, v2 := translated(3, 1)
-	mustApply(t, pub, everything(v2))
+	pub.Apply(everything(v2))
 	if got := xdstest.DeltaNames(first.Recv()); len(got) != 1 {
 		t.Errorf("after a change, the first stream got %v, want the one new Cluster", got)
 	}
@@ -160,7 +160,7 @@ func TestMaxNodeLengthAndUnknownTypes(t *testing.T) {
 func TestGroupsAreForgotten(t *testing.T) {
 	p, conn := startServer(t, xds.Options{})
 	_, res := translated(1, 1)
-	mustApply(t, mustOpen(t, p, "edge", xds.PublicationOptions{}), everything(res))
+	mustOpen(t, p, "edge", xds.PublicationOptions{}).Apply(everything(res))
 	for i := range 20 {
 		ctx, cancel := context.WithCancel(t.Context())
 		s, err := discoveryv3.NewAggregatedDiscoveryServiceClient(conn).DeltaAggregatedResources(ctx)

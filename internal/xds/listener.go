@@ -8,8 +8,8 @@ import (
 	routev3 "github.com/envoyproxy/go-control-plane/envoy/config/route/v3"
 	routerv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/router/v3"
 	hcmv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/network/http_connection_manager/v3"
-	"google.golang.org/protobuf/proto"
-	"google.golang.org/protobuf/types/known/anypb"
+
+	"github.com/tributary-dev/tributary/internal/envoy"
 )
 
 // routerFilterName is the name gRPC and Envoy expect for the terminal
@@ -31,7 +31,7 @@ func BuildListener(clusterName string) *listenerv3.Listener {
 	return &listenerv3.Listener{
 		Name: clusterName,
 		ApiListener: &listenerv3.ApiListener{
-			ApiListener: mustAny(buildConnectionManager(clusterName)),
+			ApiListener: envoy.MarshalAny(buildConnectionManager(clusterName)),
 		},
 	}
 }
@@ -59,7 +59,7 @@ func buildConnectionManager(clusterName string) *hcmv3.HttpConnectionManager {
 		},
 		HttpFilters: []*hcmv3.HttpFilter{{
 			Name:       routerFilterName,
-			ConfigType: &hcmv3.HttpFilter_TypedConfig{TypedConfig: mustAny(&routerv3.Router{})},
+			ConfigType: &hcmv3.HttpFilter_TypedConfig{TypedConfig: envoy.MarshalAny(&routerv3.Router{})},
 		}},
 	}
 }
@@ -75,13 +75,4 @@ func checkListener(l *listenerv3.Listener) error {
 		return fmt.Errorf("api_listener: %w", err)
 	}
 	return hcm.ValidateAll()
-}
-
-// mustAny packs m; marshalling a well-formed generated message cannot fail.
-func mustAny(m proto.Message) *anypb.Any {
-	a, err := anypb.New(m)
-	if err != nil {
-		panic(fmt.Sprintf("packing %T: %v", m, err))
-	}
-	return a
 }

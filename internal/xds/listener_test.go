@@ -5,6 +5,8 @@ import (
 
 	routerv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/router/v3"
 	hcmv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/network/http_connection_manager/v3"
+
+	"github.com/tributary-dev/tributary/internal/envoy"
 )
 
 // The Listener passes ValidateAll, inside its Any too, is named like the
@@ -46,7 +48,7 @@ func TestCheckListenerLooksInside(t *testing.T) {
 	l := BuildListener("extension/ns/authz")
 	hcm := buildConnectionManager("extension/ns/authz")
 	hcm.StatPrefix = "" // ValidateAll requires one
-	l.ApiListener.ApiListener = mustAny(hcm)
+	l.ApiListener.ApiListener = envoy.MarshalAny(hcm)
 	if err := l.ValidateAll(); err != nil {
 		t.Fatalf("test setup: the Listener itself should pass ValidateAll: %v", err)
 	}

@@ -103,13 +103,13 @@ func translated(n, m int) (*source.Objects, *translate.Result) {
 }
 
 // everything is the Changes that publish all of res.
-func everything(res *translate.Result) xds.Changes {
-	return xds.Changes{Clusters: res.Clusters, ClusterLoadAssignments: res.ClusterLoadAssignments}
+func everything(res *translate.Result) translate.Changes {
+	return translate.Changes{Clusters: res.Clusters, ClusterLoadAssignments: res.ClusterLoadAssignments}
 }
 
 // changes is what changed from before to after.
-func changes(before, after *translate.Result) xds.Changes {
-	var c xds.Changes
+func changes(before, after *translate.Result) translate.Changes {
+	var c translate.Changes
 	c.Clusters, c.RemovedClusters = diff(before.Clusters, after.Clusters)
 	c.ClusterLoadAssignments, c.RemovedClusterLoadAssignments = diff(before.ClusterLoadAssignments, after.ClusterLoadAssignments)
 	return c

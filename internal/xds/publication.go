@@ -38,7 +38,7 @@ type Publication struct {
 
 // Open makes a new Publication the owner of the node group named name,
 // which must not be empty. A Publication that owned it is superseded: its
-// OnSuperseded is called, its Apply fails with ErrSuperseded, and what it
+// OnSuperseded is called, its Apply changes nothing more, and what it
 // published turns stale, as if it had been closed. The new Publication
 // publishes into what is there: resources it publishes again with the same
 // version change nothing for the group's clients, and stale ones it does
@@ -70,35 +70,24 @@ func (p *Publisher) Open(name string, opts PublicationOptions) (*Publication, er
 	return pub, nil
 }
 
-// Changes are changes to a group's resources: translate.Resources added
-// or changed, and the names of those removed.
-type Changes struct {
-	Clusters                      []translate.Resource
-	ClusterLoadAssignments        []translate.Resource
-	RemovedClusters               []string
-	RemovedClusterLoadAssignments []string
-}
-
-// Apply publishes c to the group's clients: only the resources whose
+// Apply publishes c's resources to the group's clients (xDS has no
+// statuses: c's are not read): only the resources whose
 // version differs from what is published are sent, each to the clients that
 // watch it. A resource that fails validation is logged, counted and skipped,
 // keeping the version published before, if any. With Listeners, every
 // Cluster published or removed publishes or removes its Listener.
 //
-// Apply fails with ErrSuperseded once a newer Publication owns the group,
-// and changes nothing after Close.
-func (pub *Publication) Apply(c Changes) error {
+// Apply changes nothing once a newer Publication owns the group (which
+// OnSuperseded tells, once) or after Close.
+func (pub *Publication) Apply(c translate.Changes) {
 	p := pub.p
 	clusters := p.prepare(pub.group.name, resourcev3.ClusterType, c.Clusters, clusterBody)
 	clas := p.prepare(pub.group.name, resourcev3.EndpointType, c.ClusterLoadAssignments, clusterLoadAssignmentBody)
 
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	switch {
-	case pub.superseded:
-		return ErrSuperseded
-	case pub.closed:
-		return nil
+	if pub.superseded || pub.closed {
+		return
 	}
 	g := pub.group
 	p.updateLocked(g, resourcev3.ClusterType, clusters, c.RemovedClusters)
@@ -113,7 +102,6 @@ func (pub *Publication) Apply(c Changes) error {
 		}
 		p.updateLocked(g, resourcev3.ListenerType, listeners, c.RemovedClusters)
 	}
-	return nil
 }
 
 // prepare turns rs into resources ready to send: a version that some group

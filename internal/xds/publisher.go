@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
-	"errors"
 	"log/slog"
 	"sync"
 	"time"
@@ -48,10 +47,6 @@ type group struct {
 	// withdraw, while set, will withdraw the stale resources.
 	withdraw *time.Timer
 }
-
-// ErrSuperseded is returned by Publication.Apply once a newer Publication
-// has taken over the node group.
-var ErrSuperseded = errors.New("a newer session has taken over the xDS node group")
 
 // NewPublisher returns a Publisher with no groups.
 func NewPublisher(opts Options) *Publisher {

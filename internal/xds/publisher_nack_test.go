@@ -28,7 +28,7 @@ func TestSotWNackIsReportedAndNotResent(t *testing.T) {
 	p, conn := startServer(t, xds.Options{Metrics: rec})
 	objs, v1 := translated(2, 1)
 	pub := mustOpen(t, p, "edge", xds.PublicationOptions{OnNack: func(n xds.Nack) { rec.nacked <- n }})
-	mustApply(t, pub, everything(v1))
+	pub.Apply(everything(v1))
 	all := names(v1.Clusters)
 
 	c := xdstest.NewSotW(t, conn)
@@ -63,7 +63,7 @@ func TestSotWNackIsReportedAndNotResent(t *testing.T) {
 
 	objs.ExtensionServices[1].Spec.LoadBalancerPolicy = &source.LoadBalancerPolicy{Strategy: "Random"}
 	v2 := translate.Translate(objs, source.Settings{})
-	mustApply(t, pub, changes(v1, v2))
+	pub.Apply(changes(v1, v2))
 	if resp := c.Recv(); resp.GetTypeUrl() != resourcev3.ClusterType || resp.GetVersionInfo() == cds.GetVersionInfo() {
 		t.Errorf("after a change, got %s version %q, want CDS with a new version", resp.GetTypeUrl(), resp.GetVersionInfo())
 	}
@@ -81,7 +81,7 @@ func TestDeltaNackIsReportedAndNotResent(t *testing.T) {
 	p, conn := startServer(t, xds.Options{Metrics: rec})
 	objs, v1 := translated(2, 1)
 	pub := mustOpen(t, p, "edge", xds.PublicationOptions{OnNack: func(n xds.Nack) { rec.nacked <- n }})
-	mustApply(t, pub, everything(v1))
+	pub.Apply(everything(v1))
 	all := names(v1.Clusters)
 
 	c := xdstest.NewDelta(t, conn)
@@ -105,7 +105,7 @@ func TestDeltaNackIsReportedAndNotResent(t *testing.T) {
 	moveEndpoint(objs, 0, "10.200.0.3")
 	v2 := translate.Translate(objs, source.Settings{})
 	ch := changes(v1, v2)
-	mustApply(t, pub, ch)
+	pub.Apply(ch)
 	if resp := c.Recv(); !slices.Equal(xdstest.DeltaNames(resp), names(ch.ClusterLoadAssignments)) {
 		t.Errorf("after a change, got %s %v, want %v", resp.GetTypeUrl(), xdstest.DeltaNames(resp), names(ch.ClusterLoadAssignments))
 	}
@@ -118,7 +118,7 @@ func TestValidationKeepsLastGoodVersion(t *testing.T) {
 	p, conn := startServer(t, xds.Options{Metrics: rec})
 	_, v1 := translated(2, 1)
 	pub := mustOpen(t, p, "edge", xds.PublicationOptions{})
-	mustApply(t, pub, everything(v1))
+	pub.Apply(everything(v1))
 
 	good := v1.ClusterLoadAssignments[0]
 	cla := new(endpointv3.ClusterLoadAssignment)
@@ -137,7 +137,7 @@ func TestValidationKeepsLastGoodVersion(t *testing.T) {
 	}
 	bad := translate.Resource{Name: good.Name, Version: "crafted", Body: body}
 	undecodable := translate.Resource{Name: "extension/x/y", Version: "junk", Body: []byte{0xff}}
-	mustApply(t, pub, xds.Changes{ClusterLoadAssignments: []translate.Resource{bad, undecodable}})
+	pub.Apply(translate.Changes{ClusterLoadAssignments: []translate.Resource{bad, undecodable}})
 
 	wantRefused := []string{"edge " + resourcev3.EndpointType + " " + good.Name, "edge " + resourcev3.EndpointType + " extension/x/y"}
 	if got := rec.refusedSoFar(); !slices.Equal(got, wantRefused) {

@@ -32,13 +32,6 @@ func mustOpen(t *testing.T, p *xds.Publisher, group string, opts xds.Publication
 	return pub
 }
 
-func mustApply(t *testing.T, pub *xds.Publication, c xds.Changes) {
-	t.Helper()
-	if err := pub.Apply(c); err != nil {
-		t.Fatalf("Apply: %v", err)
-	}
-}
-
 // moveEndpoint moves the first endpoint of EndpointSlice i elsewhere: only
 // one ClusterLoadAssignment changes.
 func moveEndpoint(objs *source.Objects, i int, to string) {
@@ -54,7 +47,7 @@ func TestSotWSendsOnlyChangedResources(t *testing.T) {
 	p, conn := startServer(t, xds.Options{})
 	objs, v1 := translated(3, 2)
 	pub := mustOpen(t, p, "edge", xds.PublicationOptions{})
-	mustApply(t, pub, everything(v1))
+	pub.Apply(everything(v1))
 	all := names(v1.Clusters)
 
 	c := xdstest.NewSotW(t, conn)
@@ -83,7 +76,7 @@ func TestSotWSendsOnlyChangedResources(t *testing.T) {
 	if len(ch.Clusters) != 0 || len(ch.ClusterLoadAssignments) != 1 {
 		t.Fatalf("test setup: moving an endpoint changed %v and %v", names(ch.Clusters), names(ch.ClusterLoadAssignments))
 	}
-	mustApply(t, pub, ch)
+	pub.Apply(ch)
 	eds2 := c.Recv()
 	if eds2.GetTypeUrl() != resourcev3.EndpointType {
 		t.Fatalf("after an endpoint moved, got a %s response, want EDS only", eds2.GetTypeUrl())
@@ -110,7 +103,7 @@ func TestSotWSendsOnlyChangedResources(t *testing.T) {
 	if len(ch.Clusters) != 1 || len(ch.ClusterLoadAssignments) != 0 {
 		t.Fatalf("test setup: a new load balancer policy changed %v and %v", names(ch.Clusters), names(ch.ClusterLoadAssignments))
 	}
-	mustApply(t, pub, ch)
+	pub.Apply(ch)
 	cds2 := c.Recv()
 	if cds2.GetTypeUrl() != resourcev3.ClusterType {
 		t.Fatalf("after a Cluster changed, got a %s response, want CDS", cds2.GetTypeUrl())
@@ -130,7 +123,7 @@ func TestDeltaSendsOnlyChangedResources(t *testing.T) {
 	p, conn := startServer(t, xds.Options{})
 	objs, v1 := translated(3, 2)
 	pub := mustOpen(t, p, "edge", xds.PublicationOptions{})
-	mustApply(t, pub, everything(v1))
+	pub.Apply(everything(v1))
 	all := names(v1.Clusters)
 
 	c := xdstest.NewDelta(t, conn)
@@ -157,7 +150,7 @@ func TestDeltaSendsOnlyChangedResources(t *testing.T) {
 	moveEndpoint(objs, 4, "10.200.0.2")
 	v2 := translate.Translate(objs, source.Settings{})
 	ch := changes(v1, v2)
-	mustApply(t, pub, ch)
+	pub.Apply(ch)
 	eds2 := c.Recv()
 	if got, want := xdstest.DeltaNames(eds2), names(ch.ClusterLoadAssignments); eds2.GetTypeUrl() != resourcev3.EndpointType || !slices.Equal(got, want) || len(eds2.GetRemovedResources()) != 0 {
 		t.Fatalf("after an endpoint moved: got %s %v removing %v, want EDS %v only", eds2.GetTypeUrl(), got, eds2.GetRemovedResources(), want)
@@ -172,7 +165,7 @@ func TestDeltaSendsOnlyChangedResources(t *testing.T) {
 	objs.ExtensionServices = objs.ExtensionServices[1:]
 	v3 := translate.Translate(objs, source.Settings{})
 	ch = changes(v2, v3)
-	mustApply(t, pub, ch)
+	pub.Apply(ch)
 	expectDeltaRemovals(t, c, ch, "after a deletion")
 }
 
@@ -181,9 +174,9 @@ func TestDeltaSendsOnlyChangedResources(t *testing.T) {
 func TestNodeGroups(t *testing.T) {
 	p, conn := startServer(t, xds.Options{})
 	_, res := translated(2, 1)
-	mustApply(t, mustOpen(t, p, "edge", xds.PublicationOptions{}), everything(res))
+	mustOpen(t, p, "edge", xds.PublicationOptions{}).Apply(everything(res))
 	_, other := translated(1, 1)
-	mustApply(t, mustOpen(t, p, "lone-client", xds.PublicationOptions{}), everything(other))
+	mustOpen(t, p, "lone-client", xds.PublicationOptions{}).Apply(everything(other))
 
 	for _, tc := range []struct {
 		node *corev3.Node
@@ -209,7 +202,7 @@ func TestNodeGroups(t *testing.T) {
 func TestPerTypeServices(t *testing.T) {
 	p, conn := startServer(t, xds.Options{})
 	_, res := translated(2, 1)
-	mustApply(t, mustOpen(t, p, "edge", xds.PublicationOptions{}), everything(res))
+	mustOpen(t, p, "edge", xds.PublicationOptions{}).Apply(everything(res))
 	all := names(res.Clusters)
 
 	eds, err := endpointservice.NewEndpointDiscoveryServiceClient(conn).StreamEndpoints(t.Context())
@@ -251,7 +244,7 @@ func TestListenersOnlyForPublishedClusters(t *testing.T) {
 	_, res := translated(2, 1)
 	ch := everything(res)
 	ch.Clusters = append(ch.Clusters, translate.Resource{Name: "extension/x/undecodable", Version: "junk", Body: []byte{0xff}})
-	mustApply(t, mustOpen(t, p, "edge", xds.PublicationOptions{Listeners: true}), ch)
+	mustOpen(t, p, "edge", xds.PublicationOptions{Listeners: true}).Apply(ch)
 
 	c := xdstest.NewDelta(t, conn)
 	c.Send(&discoveryv3.DeltaDiscoveryRequest{Node: node("grpc-1"), TypeUrl: resourcev3.ListenerType})
@@ -266,7 +259,7 @@ func TestListenersOnlyForPublishedClusters(t *testing.T) {
 // expectDeltaRemovals receives and acknowledges the CDS and the EDS
 // response that follow ch, which must remove exactly ch's names and send
 // nothing else.
-func expectDeltaRemovals(t *testing.T, c *xdstest.DeltaClient, ch xds.Changes, when string) {
+func expectDeltaRemovals(t *testing.T, c *xdstest.DeltaClient, ch translate.Changes, when string) {
 	t.Helper()
 	for range 2 {
 		resp := c.Recv()

@@ -14,7 +14,7 @@ import (
 func TestGroupTypesSorted(t *testing.T) {
 	p, _ := startServer(t, xds.Options{})
 	_, res := translated(2, 1)
-	mustApply(t, mustOpen(t, p, "edge", xds.PublicationOptions{}), everything(res))
+	mustOpen(t, p, "edge", xds.PublicationOptions{}).Apply(everything(res))
 	want := []string{resourcev3.ClusterType, resourcev3.EndpointType}
 	for range 50 {
 		groups := p.Groups(false)

@@ -9,6 +9,7 @@ import (
 
 	clusterv3 "github.com/envoyproxy/go-control-plane/envoy/config/cluster/v3"
 	endpointv3 "github.com/envoyproxy/go-control-plane/envoy/config/endpoint/v3"
+	resourcev3 "github.com/envoyproxy/go-control-plane/pkg/resource/v3"
 	"github.com/google/go-cmp/cmp"
 	"go.uber.org/goleak"
 	"google.golang.org/grpc"
@@ -23,7 +24,6 @@ import (
 	"github.com/tributary-dev/tributary/internal/grpctest"
 	"github.com/tributary-dev/tributary/internal/server"
 	"github.com/tributary-dev/tributary/internal/source"
-	"github.com/tributary-dev/tributary/internal/translate"
 )
 
 func TestMain(m *testing.M) {
@@ -182,11 +182,11 @@ func TestMessageSizes(t *testing.T) {
 
 // TestTypeURLs: the client expects exactly the type URLs the server sends.
 func TestTypeURLs(t *testing.T) {
-	if client.ClusterTypeURL != translate.ClusterType {
-		t.Errorf("ClusterTypeURL = %q, translate sends %q", client.ClusterTypeURL, translate.ClusterType)
+	if client.ClusterTypeURL != resourcev3.ClusterType {
+		t.Errorf("ClusterTypeURL = %q, the server sends %q", client.ClusterTypeURL, resourcev3.ClusterType)
 	}
-	if client.ClusterLoadAssignmentTypeURL != translate.ClusterLoadAssignmentType {
-		t.Errorf("ClusterLoadAssignmentTypeURL = %q, translate sends %q", client.ClusterLoadAssignmentTypeURL, translate.ClusterLoadAssignmentType)
+	if client.ClusterLoadAssignmentTypeURL != resourcev3.EndpointType {
+		t.Errorf("ClusterLoadAssignmentTypeURL = %q, the server sends %q", client.ClusterLoadAssignmentTypeURL, resourcev3.EndpointType)
 	}
 }
 

@@ -1,0 +1,90 @@
+package translate
+
+import (
+	"github.com/tributary-dev/tributary/internal/model"
+	"github.com/tributary-dev/tributary/internal/source"
+)
+
+// Incremental is translate's second face, for a caller that keeps its
+// objects in an Index and translates again only the ExtensionServices a
+// change touched (a Sync session). It owns the two decisions such a caller
+// would otherwise have to repeat:
+//   - parallelism: a small set (the usual batch touches one or two
+//     ExtensionServices) goes through one builder kept from one call to the
+//     next, so its scratch memory is reused instead of grown again; a large
+//     set is spread over every CPU, as Translate does;
+//   - the cache of parsed EndpointSlices: the kept builder parses each
+//     slice once and reparses only those that changed, and lets go of the
+//     slices the Index no longer holds whenever a large set is translated
+//     without it.
+//
+// Outcomes are those Translate would give for the same objects, byte for
+// byte. An Incremental is not safe for concurrent use, and the Index must
+// not change during a call.
+type Incremental struct {
+	index    *model.Index
+	settings source.Settings
+	kept     *builder
+	// outcomes is the scratch a small set is translated into.
+	outcomes []Outcome
+}
+
+// Rebuild asks for one ExtensionService to be translated again.
+type Rebuild struct {
+	ExtensionService *source.ExtensionService
+	// KeepCluster, when its Version is set, is the Cluster the caller holds
+	// for the ExtensionService, and only Services or EndpointSlices it
+	// targets have changed since. A Cluster depends on nothing those hold,
+	// so a valid ExtensionService's Outcome carries KeepCluster (without a
+	// Body) instead of building and hashing it again.
+	KeepCluster Resource
+}
+
+// NewIncremental returns an Incremental over idx.
+func NewIncremental(idx *model.Index, settings source.Settings) *Incremental {
+	kept := newBuilder(idx, settings, encodeFast)
+	kept.model.CacheEndpointSlices()
+	return &Incremental{index: idx, settings: settings, kept: kept}
+}
+
+// Rebuild translates what rebuilds ask for and calls use with each outcome,
+// in order: i is the index in rebuilds. The Outcome is valid during the call
+// only; Rebuild keeps nothing of it afterwards.
+func (inc *Incremental) Rebuild(rebuilds []Rebuild, use func(i int, o *Outcome)) {
+	if len(rebuilds) >= parallelThreshold {
+		es := make([]*source.ExtensionService, len(rebuilds))
+		for i := range rebuilds {
+			es[i] = rebuilds[i].ExtensionService
+		}
+		// The fresh builders read the slices anew, which the kept builder
+		// does not see: its parsed copies of slices the Index no longer
+		// holds go now.
+		inc.kept.model.SweepEndpointSlices()
+		outcomes := build(inc.index, inc.settings, es, encodeFast)
+		for i := range outcomes {
+			use(i, &outcomes[i])
+		}
+		return
+	}
+	out := inc.outcomes[:0]
+	for i := range rebuilds {
+		r := &rebuilds[i]
+		var keep *Resource
+		if r.KeepCluster.Version != "" {
+			keep = &Resource{Name: r.KeepCluster.Name, Version: r.KeepCluster.Version}
+		}
+		out = append(out, inc.kept.build(r.ExtensionService, keep))
+	}
+	for i := range out {
+		use(i, &out[i])
+	}
+	clear(out) // keep no bodies alive until the next call
+	inc.outcomes = out
+}
+
+// All translates every one of es (sorted by namespace, then name) afresh
+// and gathers the outcomes into a Result, as Translate would for the
+// Index's objects.
+func (inc *Incremental) All(es []*source.ExtensionService) *Result {
+	return resultOf(build(inc.index, inc.settings, es, encodeFast))
+}
