@@ -42,7 +42,7 @@ type pendingResources struct {
 }
 
 // pendingStatuses tracks statuses, by a hash of their contents (see
-// statusHash) to keep the Outbox small.
+// model.Status.Hash) to keep the Outbox small.
 type pendingStatuses struct {
 	sent    map[source.NamespacedName]uint64
 	changed map[source.NamespacedName]pendingStatus
@@ -75,7 +75,7 @@ func (o *Outbox) Put(batchID uint64, d translate.Changes) {
 	o.clusters.put(d.Clusters, d.RemovedClusters)
 	o.clas.put(d.ClusterLoadAssignments, d.RemovedClusterLoadAssignments)
 	for i := range d.Statuses {
-		o.statuses.put(pendingStatus{status: d.Statuses[i], hash: statusHash(&d.Statuses[i])})
+		o.statuses.put(pendingStatus{status: d.Statuses[i], hash: d.Statuses[i].Hash()})
 	}
 	for _, name := range d.RemovedStatuses {
 		o.statuses.put(pendingStatus{status: model.Status{Namespace: name.Namespace, Name: name.Name}, removed: true})

@@ -325,7 +325,7 @@ func update(d *translate.Changes, e *extension, o *translate.Outcome) {
 	case !o.Valid() && e.claVersion != "":
 		d.RemovedClusterLoadAssignments = append(d.RemovedClusterLoadAssignments, oldCluster)
 	}
-	if !e.built || !statusEqual(&e.status, &o.Status) {
+	if !e.built || !e.status.Equal(&o.Status) {
 		d.Statuses = append(d.Statuses, o.Status)
 	}
 	e.built = true
