@@ -1,7 +1,6 @@
 package client
 
 import (
-	"cmp"
 	"maps"
 	"slices"
 
@@ -55,7 +54,7 @@ func (o *output) apply(d *tributaryv1.SyncDelta, t *Translation) Update {
 		for _, st := range t.Statuses {
 			present[NamespacedName{st.GetNamespace(), st.GetName()}] = true
 		}
-		for _, n := range slices.SortedFunc(maps.Keys(o.statuses), compareNames) {
+		for _, n := range slices.SortedFunc(maps.Keys(o.statuses), NamespacedName.Compare) {
 			if !present[n] {
 				removedStatuses = append(removedStatuses, n)
 			}
@@ -79,10 +78,6 @@ func (o *output) apply(d *tributaryv1.SyncDelta, t *Translation) Update {
 		}
 	}
 	return u
-}
-
-func compareNames(a, b NamespacedName) int {
-	return cmp.Or(cmp.Compare(a.Namespace, b.Namespace), cmp.Compare(a.Name, b.Name))
 }
 
 // absent returns, sorted, the names in have that are not in keep.

@@ -1,6 +1,7 @@
 package client
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"time"
@@ -26,6 +27,12 @@ const (
 // NamespacedName names an ExtensionService.
 type NamespacedName struct {
 	Namespace, Name string
+}
+
+// Compare orders names by namespace, then name, the order the server sorts
+// statuses in.
+func (n NamespacedName) Compare(o NamespacedName) int {
+	return cmp.Or(cmp.Compare(n.Namespace, o.Namespace), cmp.Compare(n.Name, o.Name))
 }
 
 // Update is one change to a SyncSession's output, with the Envoy resources

@@ -3,7 +3,6 @@ package contour
 import (
 	"maps"
 	"slices"
-	"strings"
 
 	clusterv3 "github.com/envoyproxy/go-control-plane/envoy/config/cluster/v3"
 	endpointv3 "github.com/envoyproxy/go-control-plane/envoy/config/endpoint/v3"
@@ -115,22 +114,15 @@ func (d *deliveredState) toView(v client.View) client.Update {
 	}
 	u.RemovedClusters = missing(d.clusters, v.ClusterVersions)
 	u.RemovedClusterLoadAssignments = missing(d.clas, v.ClusterLoadAssignmentVersions)
-	for _, n := range slices.SortedFunc(maps.Keys(v.Statuses), compareNames) {
+	for _, n := range slices.SortedFunc(maps.Keys(v.Statuses), client.NamespacedName.Compare) {
 		u.Statuses = append(u.Statuses, v.Statuses[n])
 	}
-	for _, n := range slices.SortedFunc(maps.Keys(d.statuses), compareNames) {
+	for _, n := range slices.SortedFunc(maps.Keys(d.statuses), client.NamespacedName.Compare) {
 		if _, ok := v.Statuses[n]; !ok {
 			u.RemovedStatuses = append(u.RemovedStatuses, n)
 		}
 	}
 	return d.apply(u)
-}
-
-func compareNames(a, b client.NamespacedName) int {
-	if c := strings.Compare(a.Namespace, b.Namespace); c != 0 {
-		return c
-	}
-	return strings.Compare(a.Name, b.Name)
 }
 
 // newer records the resources whose version differs from the recorded one

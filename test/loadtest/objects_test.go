@@ -128,12 +128,12 @@ func viewMismatch(v client.View, objs *source.Objects, withContent bool) string 
 	for _, st := range want.Statuses {
 		wantStatuses[client.NamespacedName{Namespace: st.Namespace, Name: st.Name}] = statusMessage(st)
 	}
-	for _, n := range slices.SortedFunc(maps.Keys(v.Statuses), compareNames) {
+	for _, n := range slices.SortedFunc(maps.Keys(v.Statuses), client.NamespacedName.Compare) {
 		if _, ok := wantStatuses[n]; !ok {
 			problems = append(problems, fmt.Sprintf("status of %s is stale: the translation has none", n))
 		}
 	}
-	for _, n := range slices.SortedFunc(maps.Keys(wantStatuses), compareNames) {
+	for _, n := range slices.SortedFunc(maps.Keys(wantStatuses), client.NamespacedName.Compare) {
 		got, ok := v.Statuses[n]
 		switch {
 		case !ok:
@@ -152,10 +152,6 @@ func viewMismatch(v client.View, objs *source.Objects, withContent bool) string 
 		problems = problems[:shown]
 	}
 	return strings.Join(problems, "\n") + more
-}
-
-func compareNames(a, b client.NamespacedName) int {
-	return strings.Compare(a.Namespace+"/"+a.Name, b.Namespace+"/"+b.Name)
 }
 
 // compareResources compares one kind of resource of a View with a
