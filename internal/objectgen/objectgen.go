@@ -120,7 +120,8 @@ type Generator struct {
 	slicePorts                                                    []*int32
 	servicePortNames, serviceProtocols                            []string
 
-	fresh uint32 // addresses handed out when DuplicateAddresses is off
+	fresh   uint32                                         // addresses handed out when DuplicateAddresses is off
+	emitted map[source.NamespacedName]source.EndpointSlice // the slices Objects and Batch handed out, as last handed out
 }
 
 // New returns a Generator drawing from c.
@@ -295,7 +296,9 @@ func (g *Generator) Objects() *source.Objects {
 		}
 		for _, name := range u.EndpointSlices {
 			if !g.Chance(4) {
-				objs.EndpointSlices = append(objs.EndpointSlices, g.EndpointSlice(g.Meta(ns, name)))
+				es := g.EndpointSlice(g.Meta(ns, name))
+				g.emit(es)
+				objs.EndpointSlices = append(objs.EndpointSlices, es)
 			}
 		}
 		if g.o.Secrets {
@@ -528,7 +531,10 @@ type Batch struct {
 
 // Batch draws one to eight changes of every kind the Options allow, at
 // names of the universe, unique per kind: one in five a delete (which may
-// name an object never upserted), the rest upserts.
+// name an object never upserted), the rest upserts. Half the upserts of an
+// EndpointSlice that Objects or Batch handed out before (and Batch has not
+// deleted since) edit it as a cluster does (see EditEndpointSlices), at
+// the next generation.
 func (g *Generator) Batch() Batch {
 	u := &g.o.Universe
 	kinds := []Kind{KindExtensionService, KindService, KindEndpointSlice}
@@ -557,6 +563,9 @@ func (g *Generator) Batch() Batch {
 		used[ref] = true
 		if g.Chance(5) {
 			b.Deletes = append(b.Deletes, ref)
+			if kind == KindEndpointSlice {
+				delete(g.emitted, ref.Name)
+			}
 			continue
 		}
 		meta := g.Meta(ns, ref.Name.Name)
@@ -567,7 +576,15 @@ func (g *Generator) Batch() Batch {
 		case KindService:
 			up.Services = append(up.Services, g.Service(meta))
 		case KindEndpointSlice:
-			up.EndpointSlices = append(up.EndpointSlices, g.EndpointSlice(meta))
+			es, ok := g.emitted[ref.Name]
+			if ok && g.Chance(2) {
+				es, _ = g.editSlice(es, 7)
+				es.Generation++
+			} else {
+				es = g.EndpointSlice(meta)
+			}
+			g.emit(es)
+			up.EndpointSlices = append(up.EndpointSlices, es)
 		case KindSecret:
 			up.Secrets = append(up.Secrets, g.Secret(meta))
 		case KindTLSCertificateDelegation:
@@ -575,6 +592,15 @@ func (g *Generator) Batch() Batch {
 		}
 	}
 	return b
+}
+
+// emit remembers es as the latest version of its slice that Objects or
+// Batch handed out, for Batch to edit.
+func (g *Generator) emit(es source.EndpointSlice) {
+	if g.emitted == nil {
+		g.emitted = map[source.NamespacedName]source.EndpointSlice{}
+	}
+	g.emitted[es.NamespacedName()] = es
 }
 
 // EndpointSlices draws some of the universe's slices (none to all, in
@@ -623,9 +649,21 @@ func (g *Generator) EditEndpointSlices(current []source.EndpointSlice) SliceEdit
 	slices.SortFunc(sorted, func(a, b source.EndpointSlice) int {
 		return cmp.Or(cmp.Compare(a.Namespace, b.Namespace), cmp.Compare(a.Name, b.Name))
 	})
-	es := Pick(g, sorted...)
+	es, deleted := g.editSlice(Pick(g, sorted...), 8)
+	if deleted {
+		name := es.NamespacedName()
+		return SliceEdit{Delete: &name}
+	}
+	return SliceEdit{Put: &es}
+}
+
+// editSlice draws an edit of es (one of the first `edits` of: endpoints
+// appended, one replaced, one removed, one's readiness flipped, new ports,
+// a new label, the slice deleted) and returns the edited slice, or es and
+// true for a delete.
+func (g *Generator) editSlice(es source.EndpointSlice, edits int) (source.EndpointSlice, bool) {
 	es.Endpoints = slices.Clone(es.Endpoints)
-	switch g.IntN(8) {
+	switch g.IntN(edits) {
 	case 0, 1:
 		for range 1 + g.IntN(3) {
 			es.Endpoints = append(es.Endpoints, g.Endpoint())
@@ -649,8 +687,7 @@ func (g *Generator) EditEndpointSlices(current []source.EndpointSlice) SliceEdit
 	case 6:
 		es.Labels = g.serviceLabel()
 	case 7:
-		name := es.NamespacedName()
-		return SliceEdit{Delete: &name}
+		return es, true
 	}
-	return SliceEdit{Put: &es}
+	return es, false
 }

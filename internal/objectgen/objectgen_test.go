@@ -44,7 +44,8 @@ func TestDeterministic(t *testing.T) {
 }
 
 // With every knob off but the defaults' universe, generated objects hold
-// none of what the knobs allow; with every knob on, all of it shows up.
+// none of what the knobs allow (no slice repeats an address); with every
+// knob on, all of it shows up.
 func TestKnobs(t *testing.T) {
 	off := objectgen.Defaults()
 	off.IPv6, off.InvalidAddresses, off.DuplicateAddresses, off.NonTCPPorts = false, false, false, false
@@ -53,9 +54,9 @@ func TestKnobs(t *testing.T) {
 		found := map[string]bool{}
 		for seed := range uint64(200) {
 			objs := draw(seed, o)
-			addresses := map[string]bool{}
 			for _, s := range objs.EndpointSlices {
 				found["family "+s.AddressType] = true
+				addresses := map[string]bool{}
 				for _, p := range s.Ports {
 					if p.Protocol != nil && *p.Protocol != "TCP" {
 						found["non-TCP port"] = true

@@ -4,6 +4,7 @@ import (
 	mathrand "math/rand/v2"
 	"testing"
 
+	"github.com/tributary-dev/tributary/internal/objectgen"
 	"github.com/tributary-dev/tributary/internal/session"
 )
 
@@ -12,11 +13,11 @@ import (
 // exactly the objects it holds, per kind.
 func TestObjectsCountsEveryKind(t *testing.T) {
 	for seed := range uint64(30) {
-		c := randChooser{mathrand.New(mathrand.NewPCG(seed, 11))}
-		sess := session.New(generateSettings(c))
+		g := newGenerator(objectgen.FromRand(mathrand.New(mathrand.NewPCG(seed, 11))))
+		sess := session.New(g.Settings())
 		objects := newStore()
 		for i := range 40 {
-			b := generateBatch(c)
+			b := generatedBatch(g)
 			objects.apply(&b)
 			sess.Apply(&b)
 			want := map[session.Kind]int{

@@ -6,6 +6,7 @@ import (
 	"runtime"
 	"testing"
 
+	"github.com/tributary-dev/tributary/internal/objectgen"
 	"github.com/tributary-dev/tributary/internal/session"
 	"github.com/tributary-dev/tributary/internal/source"
 )
@@ -15,12 +16,12 @@ import (
 // running total kept by O(batch) steps is the session's size.
 func TestSizeChangeAddsUp(t *testing.T) {
 	for seed := range uint64(50) {
-		c := randChooser{mathrand.New(mathrand.NewPCG(seed, 7))}
-		sess := session.New(generateSettings(c))
+		g := newGenerator(objectgen.FromRand(mathrand.New(mathrand.NewPCG(seed, 7))))
+		sess := session.New(g.Settings())
 		objects := newStore()
 		var total int64
 		for i := range 40 {
-			b := generateBatch(c)
+			b := generatedBatch(g)
 			total += sess.SizeChange(&b)
 			objects.apply(&b)
 			sess.Apply(&b)
