@@ -229,8 +229,9 @@ func ptr[T any](v T) *T { return &v }
 // IntN returns a choice in [0, n).
 func (g *Generator) IntN(n int) int { return g.c.IntN(n) }
 
-// Chance is true one time in in.
-func (g *Generator) Chance(in int) bool { return g.c.IntN(in) == 0 }
+// Chance is true one time in in: on the last choice, so that fuzz input
+// that has run out (zeros) draws the common case.
+func (g *Generator) Chance(in int) bool { return g.c.IntN(in) == in-1 }
 
 // Exhausted reports whether the Choices have run out.
 func (g *Generator) Exhausted() bool { return g.c.Exhausted() }
