@@ -152,7 +152,7 @@ func New(c Choices, o Options) *Generator {
 		{ptr("TCP"), 0}, {ptr("TCP"), 0}, {ptr("TCP"), 0}, {ptr("TCP"), 0}, {nil, 0},
 		{ptr("UDP"), nonTCP}, {ptr("SCTP"), nonTCP}, {ptr("tcp"), nonTCP},
 	})
-	g.servicePortNames = allowed(g, []option[string]{{"grpc", 0}, {"", unnamed}, {"http", 0}, {"9000", 0}, {"", unnamed}})
+	g.servicePortNames = allowed(g, []option[string]{{"http", 0}, {"", unnamed}, {"grpc", 0}, {"9000", 0}, {"", unnamed}})
 	g.serviceProtocols = allowed(g, []option[string]{
 		{"TCP", 0}, {"TCP", 0}, {"TCP", 0}, {"TCP", 0}, {"TCP", 0}, {"", 0}, {"UDP", nonTCP},
 	})
@@ -235,9 +235,6 @@ func (g *Generator) Chance(in int) bool { return g.c.IntN(in) == in-1 }
 
 // Exhausted reports whether the Choices have run out.
 func (g *Generator) Exhausted() bool { return g.c.Exhausted() }
-
-// Options returns the Generator's options.
-func (g *Generator) Options() Options { return g.o }
 
 // Pick returns one of choices.
 func Pick[T any](g *Generator, choices ...T) T { return choices[g.c.IntN(len(choices))] }
