@@ -169,7 +169,7 @@ func (s *syncCall) run(ctx context.Context) error {
 				}
 			}
 		}
-		if !s.received && s.rejection == nil && !s.in.asked {
+		if s.mayReceive() {
 			s.in.ask()
 		}
 		var messages <-chan received
@@ -198,6 +198,31 @@ func (s *syncCall) run(ctx context.Context) error {
 			return s.endWith(ctx, status.FromContextError(ctx.Err()).Err())
 		}
 	}
+}
+
+// mayReceive reports whether the loop asks for another message: not once
+// the stream has no more, nor while a rejection waits to be sent (answers
+// keep the order of batches), nor once the server drains or a newer session
+// took the node group over, since the call then ends once it has answered
+// the batches applied so far. The drain is looked at here too, not only in
+// the loop's select: a drain that began before the client read the answer
+// the loop just handed on must be seen before the loop reads again.
+func (s *syncCall) mayReceive() bool {
+	if !s.draining && s.drain != nil {
+		select {
+		case <-s.drain:
+			s.draining, s.drain = true, nil
+		default:
+		}
+	}
+	if !s.xds.superseded {
+		select {
+		case <-s.xds.supersededOrNil():
+			s.xds.superseded = true
+		default:
+		}
+	}
+	return !s.received && s.rejection == nil && !s.draining && !s.xds.superseded && !s.in.asked
 }
 
 // idle decides what to do when the sender is idle and no answer waits: end
@@ -248,6 +273,7 @@ func (s *syncCall) endWith(ctx context.Context, err error) error {
 	}
 	if s.in.asked {
 		if m, ok := s.in.wait(); ok {
+			m.panicAgain()
 			s.noteRefusal(m.err)
 		}
 	}

@@ -14,6 +14,7 @@ import (
 // handle acts on what the receiver got: a batch is applied (or rejected);
 // anything else ends the session's input.
 func (s *syncCall) handle(m received) {
+	m.panicAgain()
 	switch {
 	case errors.Is(m.err, io.EOF):
 		s.stopReceiving(nil)

@@ -2,6 +2,8 @@ package server
 
 import (
 	"context"
+	"fmt"
+	"runtime/debug"
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/status"
@@ -32,10 +34,14 @@ type receiver struct {
 	asked bool
 }
 
-// received is what one Recv gave.
+// received is what one Recv gave. panicked holds a panic of Recv (a codec
+// or a stream wrapper), with the receiver's stack, for the loop to panic
+// with on the handler's goroutine, where the recovery interceptor answers
+// the client and logs it, as for any handler.
 type received struct {
-	req *tributaryv1.SyncRequest
-	err error
+	req      *tributaryv1.SyncRequest
+	err      error
+	panicked any
 }
 
 func startReceiver(ctx context.Context, stream grpc.BidiStreamingServer[tributaryv1.SyncRequest, tributaryv1.SyncResponse]) *receiver {
@@ -48,14 +54,33 @@ func startReceiver(ctx context.Context, stream grpc.BidiStreamingServer[tributar
 			case <-ctx.Done():
 				return
 			}
-			req, err := stream.Recv()
-			r.messages <- received{req, err}
-			if err != nil {
+			m := receiveOne(stream)
+			r.messages <- m
+			if m.err != nil || m.panicked != nil {
 				return
 			}
 		}
 	}()
 	return r
+}
+
+// panicAgain panics with m's panic, if Recv panicked: on the handler's
+// goroutine, where the recovery interceptor answers the client.
+func (m *received) panicAgain() {
+	if m.panicked != nil {
+		panic(m.panicked)
+	}
+}
+
+// receiveOne calls Recv once, recovering a panic of it.
+func receiveOne(stream grpc.BidiStreamingServer[tributaryv1.SyncRequest, tributaryv1.SyncResponse]) (m received) {
+	defer func() {
+		if p := recover(); p != nil {
+			m = received{panicked: fmt.Sprintf("%v\n\nin the goroutine receiving Sync batches:\n%s", p, debug.Stack())}
+		}
+	}()
+	req, err := stream.Recv()
+	return received{req: req, err: err}
 }
 
 // ask asks for the next message.
@@ -89,9 +114,11 @@ func (r *receiver) first(ctx context.Context, draining <-chan struct{}) (*tribut
 	select {
 	case m := <-r.messages:
 		r.asked = false
+		m.panicAgain()
 		return m.req, m.err
 	case <-r.stopped:
 		if m, ok := r.wait(); ok {
+			m.panicAgain()
 			return m.req, m.err
 		}
 		return nil, status.FromContextError(ctx.Err()).Err()

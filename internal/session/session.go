@@ -25,7 +25,8 @@ import (
 	"github.com/tributary-dev/tributary/internal/translate"
 )
 
-// Ref names one input object.
+// Ref names one input object. Its Kind is one of Kinds(): the API boundary
+// checks it, and the kind table is indexed by it.
 type Ref struct {
 	Kind Kind
 	Name source.NamespacedName
