@@ -7,21 +7,9 @@ import (
 	"github.com/tributary-dev/tributary/internal/source"
 )
 
-// Kind is a kind of object, in the order of source.Objects' fields.
-type Kind int
-
-// The kinds of objects.
-const (
-	KindExtensionService Kind = iota + 1
-	KindService
-	KindEndpointSlice
-	KindSecret
-	KindTLSCertificateDelegation
-)
-
 // Deletion names an object to delete.
 type Deletion struct {
-	Kind Kind
+	Kind source.Kind
 	Name source.NamespacedName
 }
 
@@ -40,16 +28,16 @@ type Batch struct {
 // the next generation.
 func (g *Generator) Batch() Batch {
 	u := &g.o.Universe
-	kinds := []Kind{KindExtensionService, KindService, KindEndpointSlice}
+	kinds := []source.Kind{source.KindExtensionService, source.KindService, source.KindEndpointSlice}
 	if g.o.Secrets {
-		kinds = append(kinds, KindSecret)
+		kinds = append(kinds, source.KindSecret)
 	}
 	if g.o.Delegations {
-		kinds = append(kinds, KindTLSCertificateDelegation)
+		kinds = append(kinds, source.KindTLSCertificateDelegation)
 	}
-	names := map[Kind][]string{
-		KindExtensionService: u.ExtensionServices, KindService: u.Services, KindEndpointSlice: u.EndpointSlices,
-		KindSecret: u.Secrets, KindTLSCertificateDelegation: u.Delegations,
+	names := map[source.Kind][]string{
+		source.KindExtensionService: u.ExtensionServices, source.KindService: u.Services, source.KindEndpointSlice: u.EndpointSlices,
+		source.KindSecret: u.Secrets, source.KindTLSCertificateDelegation: u.Delegations,
 	}
 	var b Batch
 	used := map[Deletion]bool{}
@@ -66,7 +54,7 @@ func (g *Generator) Batch() Batch {
 		used[ref] = true
 		if g.Chance(5) {
 			b.Deletes = append(b.Deletes, ref)
-			if kind == KindEndpointSlice {
+			if kind == source.KindEndpointSlice {
 				delete(g.emitted, ref.Name)
 			}
 			continue
@@ -74,11 +62,11 @@ func (g *Generator) Batch() Batch {
 		meta := g.Meta(ns, ref.Name.Name)
 		up := &b.Upserts
 		switch kind {
-		case KindExtensionService:
+		case source.KindExtensionService:
 			up.ExtensionServices = append(up.ExtensionServices, g.ExtensionService(meta))
-		case KindService:
+		case source.KindService:
 			up.Services = append(up.Services, g.Service(meta))
-		case KindEndpointSlice:
+		case source.KindEndpointSlice:
 			es, ok := g.emitted[ref.Name]
 			if ok && g.Chance(2) {
 				es, _ = g.editSlice(es, 7)
@@ -88,9 +76,9 @@ func (g *Generator) Batch() Batch {
 			}
 			g.emit(es)
 			up.EndpointSlices = append(up.EndpointSlices, es)
-		case KindSecret:
+		case source.KindSecret:
 			up.Secrets = append(up.Secrets, g.Secret(meta))
-		case KindTLSCertificateDelegation:
+		case source.KindTLSCertificateDelegation:
 			up.TLSCertificateDelegations = append(up.TLSCertificateDelegations, g.Delegation(meta))
 		}
 	}

@@ -5,7 +5,7 @@ import (
 	"strings"
 
 	tributaryv1 "github.com/tributary-dev/tributary/gen/go/tributary/v1"
-	"github.com/tributary-dev/tributary/internal/session"
+	"github.com/tributary-dev/tributary/internal/source"
 )
 
 // apiKind is how the API carries one kind of session object: the case of
@@ -13,24 +13,24 @@ import (
 // "endpointSlice") and its ObjectKind in ObjectReferences. Its name, in
 // messages, is the session kind's ("EndpointSlice").
 type apiKind struct {
-	session.Kind
+	source.Kind
 	field string
 	ref   tributaryv1.ObjectKind
 }
 
-// apiKinds gives every session kind its API side, by session.Kind.
+// apiKinds gives every session kind its API side, by source.Kind.
 // Decoding an object of a kind is the decoder's (see decoder.decode).
 var apiKinds = []apiKind{
-	session.KindExtensionService:         {session.KindExtensionService, "extensionService", tributaryv1.ObjectKind_OBJECT_KIND_EXTENSION_SERVICE},
-	session.KindService:                  {session.KindService, "service", tributaryv1.ObjectKind_OBJECT_KIND_SERVICE},
-	session.KindEndpointSlice:            {session.KindEndpointSlice, "endpointSlice", tributaryv1.ObjectKind_OBJECT_KIND_ENDPOINT_SLICE},
-	session.KindSecret:                   {session.KindSecret, "secret", tributaryv1.ObjectKind_OBJECT_KIND_SECRET},
-	session.KindTLSCertificateDelegation: {session.KindTLSCertificateDelegation, "tlsCertificateDelegation", tributaryv1.ObjectKind_OBJECT_KIND_TLS_CERTIFICATE_DELEGATION},
+	source.KindExtensionService:         {source.KindExtensionService, "extensionService", tributaryv1.ObjectKind_OBJECT_KIND_EXTENSION_SERVICE},
+	source.KindService:                  {source.KindService, "service", tributaryv1.ObjectKind_OBJECT_KIND_SERVICE},
+	source.KindEndpointSlice:            {source.KindEndpointSlice, "endpointSlice", tributaryv1.ObjectKind_OBJECT_KIND_ENDPOINT_SLICE},
+	source.KindSecret:                   {source.KindSecret, "secret", tributaryv1.ObjectKind_OBJECT_KIND_SECRET},
+	source.KindTLSCertificateDelegation: {source.KindTLSCertificateDelegation, "tlsCertificateDelegation", tributaryv1.ObjectKind_OBJECT_KIND_TLS_CERTIFICATE_DELEGATION},
 }
 
 // kindOf returns the kind an ObjectReference names, if it names one.
 func kindOf(ref tributaryv1.ObjectKind) (apiKind, bool) {
-	for k := range session.Kinds() {
+	for k := range source.Kinds() {
 		if apiKinds[k].ref == ref {
 			return apiKinds[k], true
 		}
@@ -47,7 +47,7 @@ var (
 
 func joinKinds(name func(apiKind) string) string {
 	var names []string
-	for k := range session.Kinds() {
+	for k := range source.Kinds() {
 		names = append(names, name(apiKinds[k]))
 	}
 	return strings.Join(names, ", ")

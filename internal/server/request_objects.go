@@ -4,14 +4,13 @@ import (
 	"fmt"
 
 	tributaryv1 "github.com/tributary-dev/tributary/gen/go/tributary/v1"
-	"github.com/tributary-dev/tributary/internal/session"
 	"github.com/tributary-dev/tributary/internal/source"
 )
 
 // sizes counts what decodeObjects allocates, so every kind and every
 // repeated field gets one exactly sized backing array.
 type sizes struct {
-	// objects counts the objects of each kind, by session.Kind.
+	// objects counts the objects of each kind, by source.Kind.
 	objects                                                          []int
 	targets, servicePorts, endpoints, endpointPorts, certDelegations int
 }
@@ -21,19 +20,19 @@ func countObjects(objects []*tributaryv1.KubernetesObject) sizes {
 	for _, o := range objects {
 		switch k := o.GetKind().(type) {
 		case *tributaryv1.KubernetesObject_ExtensionService:
-			n.objects[session.KindExtensionService]++
+			n.objects[source.KindExtensionService]++
 			n.targets += len(k.ExtensionService.GetSpec().GetServices())
 		case *tributaryv1.KubernetesObject_Service:
-			n.objects[session.KindService]++
+			n.objects[source.KindService]++
 			n.servicePorts += len(k.Service.GetSpec().GetPorts())
 		case *tributaryv1.KubernetesObject_EndpointSlice:
-			n.objects[session.KindEndpointSlice]++
+			n.objects[source.KindEndpointSlice]++
 			n.endpoints += len(k.EndpointSlice.GetEndpoints())
 			n.endpointPorts += len(k.EndpointSlice.GetPorts())
 		case *tributaryv1.KubernetesObject_Secret:
-			n.objects[session.KindSecret]++
+			n.objects[source.KindSecret]++
 		case *tributaryv1.KubernetesObject_TlsCertificateDelegation:
-			n.objects[session.KindTLSCertificateDelegation]++
+			n.objects[source.KindTLSCertificateDelegation]++
 			n.certDelegations += len(k.TlsCertificateDelegation.GetDelegations())
 		}
 	}
@@ -66,7 +65,7 @@ type decoder struct {
 	endpoints       []source.Endpoint
 	endpointPorts   []source.EndpointPort
 	certDelegations []source.CertificateDelegation
-	// seen maps, per session.Kind, each namespace/name to the index of the
+	// seen maps, per source.Kind, each namespace/name to the index of the
 	// object that first used it.
 	seen []map[source.NamespacedName]int
 }
@@ -99,15 +98,15 @@ func newDecoder(objects []*tributaryv1.KubernetesObject, list string, layout arr
 	d := &decoder{
 		list: list,
 		objs: source.Objects{
-			ExtensionServices:         make([]source.ExtensionService, 0, n.objects[session.KindExtensionService]),
-			Services:                  make([]source.Service, 0, n.objects[session.KindService]),
-			EndpointSlices:            make([]source.EndpointSlice, 0, n.objects[session.KindEndpointSlice]),
-			Secrets:                   make([]source.Secret, 0, n.objects[session.KindSecret]),
-			TLSCertificateDelegations: make([]source.TLSCertificateDelegation, 0, n.objects[session.KindTLSCertificateDelegation]),
+			ExtensionServices:         make([]source.ExtensionService, 0, n.objects[source.KindExtensionService]),
+			Services:                  make([]source.Service, 0, n.objects[source.KindService]),
+			EndpointSlices:            make([]source.EndpointSlice, 0, n.objects[source.KindEndpointSlice]),
+			Secrets:                   make([]source.Secret, 0, n.objects[source.KindSecret]),
+			TLSCertificateDelegations: make([]source.TLSCertificateDelegation, 0, n.objects[source.KindTLSCertificateDelegation]),
 		},
 		seen: make([]map[source.NamespacedName]int, len(apiKinds)),
 	}
-	for k := range session.Kinds() {
+	for k := range source.Kinds() {
 		d.seen[k] = make(map[source.NamespacedName]int, n.objects[k])
 	}
 	if layout == sharedArrays {
@@ -174,7 +173,7 @@ func checkPort(ref objectRef, p *problems, list string, index int, value int32) 
 }
 
 func (d *decoder) extensionService(i int, pb *tributaryv1.ExtensionService, p *problems) {
-	ref := d.ref(i, apiKinds[session.KindExtensionService], pb.GetMetadata())
+	ref := d.ref(i, apiKinds[source.KindExtensionService], pb.GetMetadata())
 	es := source.ExtensionService{Meta: d.meta(ref, pb.GetMetadata(), p)}
 	spec := pb.GetSpec()
 	targets := spec.GetServices()
@@ -203,7 +202,7 @@ func (d *decoder) extensionService(i int, pb *tributaryv1.ExtensionService, p *p
 }
 
 func (d *decoder) service(i int, pb *tributaryv1.Service, p *problems) {
-	ref := d.ref(i, apiKinds[session.KindService], pb.GetMetadata())
+	ref := d.ref(i, apiKinds[source.KindService], pb.GetMetadata())
 	svc := source.Service{Meta: d.meta(ref, pb.GetMetadata(), p)}
 	spec := pb.GetSpec()
 	svc.Type = spec.GetType()
@@ -218,7 +217,7 @@ func (d *decoder) service(i int, pb *tributaryv1.Service, p *problems) {
 }
 
 func (d *decoder) endpointSlice(i int, pb *tributaryv1.EndpointSlice, p *problems) {
-	ref := d.ref(i, apiKinds[session.KindEndpointSlice], pb.GetMetadata())
+	ref := d.ref(i, apiKinds[source.KindEndpointSlice], pb.GetMetadata())
 	es := source.EndpointSlice{Meta: d.meta(ref, pb.GetMetadata(), p), AddressType: pb.GetAddressType()}
 	if pb.GetMetadata() != nil && es.Labels[source.ServiceNameLabel] == "" {
 		ref.report(p, `metadata.labels["`+source.ServiceNameLabel+`"]`, ReasonRequired, "is required")
@@ -250,7 +249,7 @@ func (d *decoder) endpointSlice(i int, pb *tributaryv1.EndpointSlice, p *problem
 }
 
 func (d *decoder) secret(i int, pb *tributaryv1.Secret, p *problems) {
-	ref := d.ref(i, apiKinds[session.KindSecret], pb.GetMetadata())
+	ref := d.ref(i, apiKinds[source.KindSecret], pb.GetMetadata())
 	s := source.Secret{Meta: d.meta(ref, pb.GetMetadata(), p), Type: pb.GetType()}
 	// Proto3 cannot tell an absent key from an empty one; both read as absent.
 	if b := pb.GetCaCrt(); len(b) > 0 {
@@ -263,7 +262,7 @@ func (d *decoder) secret(i int, pb *tributaryv1.Secret, p *problems) {
 }
 
 func (d *decoder) delegation(i int, pb *tributaryv1.TLSCertificateDelegation, p *problems) {
-	ref := d.ref(i, apiKinds[session.KindTLSCertificateDelegation], pb.GetMetadata())
+	ref := d.ref(i, apiKinds[source.KindTLSCertificateDelegation], pb.GetMetadata())
 	td := source.TLSCertificateDelegation{Meta: d.meta(ref, pb.GetMetadata(), p)}
 	dels := pb.GetDelegations()
 	td.Delegations = carve(&d.certDelegations, len(dels))

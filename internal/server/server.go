@@ -27,7 +27,7 @@ import (
 
 	tributaryv1 "github.com/tributary-dev/tributary/gen/go/tributary/v1"
 	"github.com/tributary-dev/tributary/internal/metrics"
-	"github.com/tributary-dev/tributary/internal/session"
+	"github.com/tributary-dev/tributary/internal/source"
 	"github.com/tributary-dev/tributary/internal/xds"
 )
 
@@ -165,7 +165,7 @@ func newGRPCServer(opts Options, translation tributaryv1.TranslationServiceServe
 // kind labels of its metrics.
 func sessionKindNames() []string {
 	var names []string
-	for k := range session.Kinds() {
+	for k := range source.Kinds() {
 		names = append(names, k.String())
 	}
 	return names

@@ -8,6 +8,7 @@ import (
 	tributaryv1 "github.com/tributary-dev/tributary/gen/go/tributary/v1"
 	"github.com/tributary-dev/tributary/internal/metrics"
 	"github.com/tributary-dev/tributary/internal/session"
+	"github.com/tributary-dev/tributary/internal/source"
 )
 
 // syncObserver reports one Sync session: its log lines, every one of which
@@ -20,7 +21,7 @@ type syncObserver struct {
 
 	// reported is what tributary_sync_session_objects was given, by kind:
 	// what to take back when the session ends. Nil without metrics.
-	reported                                map[session.Kind]int
+	reported                                map[source.Kind]int
 	batches, rejections, answers, coalesced uint64
 }
 
@@ -29,7 +30,7 @@ type syncObserver struct {
 func (t translationService) observeSession(ctx context.Context, start *tributaryv1.SyncStart) *syncObserver {
 	o := &syncObserver{log: orDefaultLogger(t.logger).With(sessionKey, sessionID(ctx)), metrics: t.metrics, began: time.Now()}
 	if o.metrics != nil {
-		o.reported = map[session.Kind]int{}
+		o.reported = map[source.Kind]int{}
 	}
 	o.metrics.SessionStarted()
 	o.log.Debug("sync session started", "include_json", start.GetIncludeJson())
@@ -43,7 +44,7 @@ func (o *syncObserver) applied(s *session.Session, d time.Duration) {
 	if o.reported == nil {
 		return
 	}
-	for k := range session.Kinds() {
+	for k := range source.Kinds() {
 		n := s.Objects(k)
 		o.metrics.AddSessionObjects(k.String(), n-o.reported[k])
 		o.reported[k] = n

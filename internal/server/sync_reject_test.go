@@ -122,11 +122,11 @@ func TestDecodeBatch(t *testing.T) {
 	}
 	gone := source.NamespacedName{Namespace: "ns", Name: "gone"}
 	want := []session.Ref{
-		{Kind: session.KindExtensionService, Name: gone},
-		{Kind: session.KindService, Name: gone},
-		{Kind: session.KindEndpointSlice, Name: gone},
-		{Kind: session.KindSecret, Name: gone},
-		{Kind: session.KindTLSCertificateDelegation, Name: gone},
+		{Kind: source.KindExtensionService, Name: gone},
+		{Kind: source.KindService, Name: gone},
+		{Kind: source.KindEndpointSlice, Name: gone},
+		{Kind: source.KindSecret, Name: gone},
+		{Kind: source.KindTLSCertificateDelegation, Name: gone},
 	}
 	if diff := gocmp.Diff(want, b.Deletes); diff != "" {
 		t.Errorf("deletes (-want +got):\n%s", diff)

@@ -41,15 +41,7 @@ func initialBatch(g *objectgen.Generator) session.Batch {
 func refs(deletes []objectgen.Deletion) []session.Ref {
 	var out []session.Ref
 	for _, d := range deletes {
-		out = append(out, session.Ref{Kind: sessionKinds[d.Kind], Name: d.Name})
+		out = append(out, session.Ref{Kind: d.Kind, Name: d.Name})
 	}
 	return out
-}
-
-var sessionKinds = map[objectgen.Kind]session.Kind{
-	objectgen.KindExtensionService:         session.KindExtensionService,
-	objectgen.KindService:                  session.KindService,
-	objectgen.KindEndpointSlice:            session.KindEndpointSlice,
-	objectgen.KindSecret:                   session.KindSecret,
-	objectgen.KindTLSCertificateDelegation: session.KindTLSCertificateDelegation,
 }

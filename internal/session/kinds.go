@@ -1,32 +1,14 @@
 package session
 
 import (
-	"iter"
-	"strconv"
-
 	"github.com/tributary-dev/tributary/internal/source"
 )
 
-// Kind is the kind of an input object.
-type Kind int
-
-// The kinds a session holds. Each has its entry in kindTable, which is all
-// the session knows of it: adding a kind means a constant, an entry, and
-// the translation that reads it.
-const (
-	KindExtensionService Kind = iota + 1
-	KindService
-	KindEndpointSlice
-	KindSecret
-	KindTLSCertificateDelegation
-	kindEnd // past the last kind
-)
-
-// kindTable describes every kind, by Kind.
-var kindTable = [kindEnd]kindOps{
-	KindExtensionService: &kindOf[source.ExtensionService, *source.ExtensionService]{
-		kind:    KindExtensionService,
-		name:    "ExtensionService",
+// kindTable is all the session knows of each kind of object, by Kind:
+// adding a kind (see source.Kind) means an entry here.
+var kindTable = [source.KindEnd]kindOps{
+	source.KindExtensionService: &kindOf[source.ExtensionService, *source.ExtensionService]{
+		kind:    source.KindExtensionService,
 		objects: func(o source.Objects) []source.ExtensionService { return o.ExtensionServices },
 		size:    extensionServiceSize,
 		held: func(s *Session, name source.NamespacedName) *source.ExtensionService {
@@ -38,9 +20,8 @@ var kindTable = [kindEnd]kindOps{
 		put:    func(s *Session, es, _ *source.ExtensionService) { s.putExtensionService(es) },
 		remove: (*Session).deleteExtensionService,
 	},
-	KindService: &kindOf[source.Service, *source.Service]{
-		kind:    KindService,
-		name:    "Service",
+	source.KindService: &kindOf[source.Service, *source.Service]{
+		kind:    source.KindService,
 		objects: func(o source.Objects) []source.Service { return o.Services },
 		size:    serviceSize,
 		held:    func(s *Session, name source.NamespacedName) *source.Service { return s.index.Service(name) },
@@ -53,9 +34,8 @@ var kindTable = [kindEnd]kindOps{
 			s.markTarget(old.NamespacedName())
 		},
 	},
-	KindEndpointSlice: &kindOf[source.EndpointSlice, *source.EndpointSlice]{
-		kind:    KindEndpointSlice,
-		name:    "EndpointSlice",
+	source.KindEndpointSlice: &kindOf[source.EndpointSlice, *source.EndpointSlice]{
+		kind:    source.KindEndpointSlice,
 		objects: func(o source.Objects) []source.EndpointSlice { return o.EndpointSlices },
 		size:    endpointSliceSize,
 		held:    func(s *Session, name source.NamespacedName) *source.EndpointSlice { return s.index.EndpointSlice(name) },
@@ -73,9 +53,8 @@ var kindTable = [kindEnd]kindOps{
 			s.markSliceService(old)
 		},
 	},
-	KindSecret: &kindOf[source.Secret, *source.Secret]{
-		kind:    KindSecret,
-		name:    "Secret",
+	source.KindSecret: &kindOf[source.Secret, *source.Secret]{
+		kind:    source.KindSecret,
 		objects: func(o source.Objects) []source.Secret { return o.Secrets },
 		size:    secretSize,
 		held:    func(s *Session, name source.NamespacedName) *source.Secret { return s.index.Secret(name) },
@@ -88,9 +67,8 @@ var kindTable = [kindEnd]kindOps{
 			s.markSecret(old.NamespacedName())
 		},
 	},
-	KindTLSCertificateDelegation: &kindOf[source.TLSCertificateDelegation, *source.TLSCertificateDelegation]{
-		kind:    KindTLSCertificateDelegation,
-		name:    "TLSCertificateDelegation",
+	source.KindTLSCertificateDelegation: &kindOf[source.TLSCertificateDelegation, *source.TLSCertificateDelegation]{
+		kind:    source.KindTLSCertificateDelegation,
 		objects: func(o source.Objects) []source.TLSCertificateDelegation { return o.TLSCertificateDelegations },
 		size:    delegationSize,
 		held:    (*Session).delegation,
@@ -105,32 +83,11 @@ var kindTable = [kindEnd]kindOps{
 	},
 }
 
-// Kinds yields every kind, in the order of their constants.
-func Kinds() iter.Seq[Kind] {
-	return func(yield func(Kind) bool) {
-		for k := KindExtensionService; k < kindEnd; k++ {
-			if !yield(k) {
-				return
-			}
-		}
-	}
-}
-
-// String is the kind's Kubernetes name ("EndpointSlice"), as messages and
-// metrics labels give it.
-func (k Kind) String() string {
-	if k < KindExtensionService || k >= kindEnd {
-		return "Kind(" + strconv.Itoa(int(k)) + ")"
-	}
-	return kindTable[k].kindName()
-}
-
 // kindOps is what the session does with the objects of one kind, whatever
 // their type; kindOf implements it for each. Objects are passed by value:
 // a pointer passed through an interface method escapes, and would move
 // every caller's Batch to the heap.
 type kindOps interface {
-	kindName() string
 	// upsert holds the kind's objects of objs, each in place of the one of
 	// its name.
 	upsert(s *Session, objs source.Objects)
@@ -158,8 +115,7 @@ type object[T any] interface {
 // forgetting one changes. put and remove mark the ExtensionServices whose
 // output the change can affect.
 type kindOf[T any, P object[T]] struct {
-	kind Kind
-	name string
+	kind source.Kind
 	// objects is the kind's list in a source.Objects.
 	objects func(source.Objects) []T
 	// size estimates what the session holds for one object (see size.go).
@@ -171,8 +127,6 @@ type kindOf[T any, P object[T]] struct {
 	// remove forgets old, which the session holds.
 	remove func(s *Session, old P)
 }
-
-func (k *kindOf[T, P]) kindName() string { return k.name }
 
 func (k *kindOf[T, P]) upsert(s *Session, objs source.Objects) {
 	list := k.objects(objs)
@@ -228,4 +182,4 @@ func (k *kindOf[T, P]) objectsSize(objs source.Objects) int64 {
 }
 
 // Objects is the number of objects of kind k the session holds.
-func (s *Session) Objects(k Kind) int { return s.counts[k] }
+func (s *Session) Objects(k source.Kind) int { return s.counts[k] }

@@ -6,6 +6,7 @@ import (
 
 	"github.com/tributary-dev/tributary/internal/objectgen"
 	"github.com/tributary-dev/tributary/internal/session"
+	"github.com/tributary-dev/tributary/internal/source"
 )
 
 // TestObjectsCountsEveryKind: over random sequences of batches (upserts of
@@ -20,14 +21,14 @@ func TestObjectsCountsEveryKind(t *testing.T) {
 			b := generatedBatch(g)
 			objects.apply(&b)
 			sess.Apply(&b)
-			want := map[session.Kind]int{
-				session.KindExtensionService:         len(objects.extensionServices),
-				session.KindService:                  len(objects.services),
-				session.KindEndpointSlice:            len(objects.endpointSlices),
-				session.KindSecret:                   len(objects.secrets),
-				session.KindTLSCertificateDelegation: len(objects.delegations),
+			want := map[source.Kind]int{
+				source.KindExtensionService:         len(objects.extensionServices),
+				source.KindService:                  len(objects.services),
+				source.KindEndpointSlice:            len(objects.endpointSlices),
+				source.KindSecret:                   len(objects.secrets),
+				source.KindTLSCertificateDelegation: len(objects.delegations),
 			}
-			for k := range session.Kinds() {
+			for k := range source.Kinds() {
 				if got := sess.Objects(k); got != want[k] {
 					t.Fatalf("seed %d, batch %d: %d %ss counted, %d held", seed, i, got, k, want[k])
 				}
@@ -40,7 +41,7 @@ func TestObjectsCountsEveryKind(t *testing.T) {
 // constants.
 func TestKindNames(t *testing.T) {
 	var got []string
-	for k := range session.Kinds() {
+	for k := range source.Kinds() {
 		got = append(got, k.String())
 	}
 	want := []string{"ExtensionService", "Service", "EndpointSlice", "Secret", "TLSCertificateDelegation"}

@@ -25,10 +25,10 @@ import (
 	"github.com/tributary-dev/tributary/internal/translate"
 )
 
-// Ref names one input object. Its Kind is one of Kinds(): the API boundary
-// checks it, and the kind table is indexed by it.
+// Ref names one input object. Its Kind is one of source.Kinds(): the API
+// boundary checks it, and the kind table is indexed by it.
 type Ref struct {
-	Kind Kind
+	Kind source.Kind
 	Name source.NamespacedName
 }
 
@@ -60,7 +60,7 @@ type Session struct {
 
 	translator *translate.Incremental
 	// counts holds the number of objects held, by kind.
-	counts [kindEnd]int
+	counts [source.KindEnd]int
 
 	// Scratch reused from one Apply to the next.
 	dirty    map[*extension]change
@@ -123,7 +123,7 @@ func New(settings source.Settings) *Session {
 // costs it nothing and saves copying megabytes of endpoints per batch.
 // Deleting an object the session does not hold changes nothing.
 func (s *Session) Apply(b *Batch) translate.Changes {
-	for _, k := range kindTable[KindExtensionService:] {
+	for _, k := range kindTable[source.KindExtensionService:] {
 		k.upsert(s, b.Upserts)
 	}
 	for _, ref := range b.Deletes {

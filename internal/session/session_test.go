@@ -20,7 +20,7 @@ func TestApplyEndpointSliceAddedAndDeleted(t *testing.T) {
 	h.check(session.Batch{Upserts: source.Objects{EndpointSlices: []source.EndpointSlice{
 		endpointSlice("auth", "s2-b", "s2", "10.0.0.9"),
 	}}}, expected{clas: []string{"auth/b", "auth/d"}}, nn("auth", "b"), nn("auth", "d"))
-	h.check(session.Batch{Deletes: []session.Ref{{Kind: session.KindEndpointSlice, Name: nn("auth", "s2-b")}}},
+	h.check(session.Batch{Deletes: []session.Ref{{Kind: source.KindEndpointSlice, Name: nn("auth", "s2-b")}}},
 		expected{clas: []string{"auth/b", "auth/d"}}, nn("auth", "b"), nn("auth", "d"))
 }
 
@@ -39,7 +39,7 @@ func TestApplyEndpointSliceRelabelled(t *testing.T) {
 	h.check(session.Batch{Upserts: source.Objects{EndpointSlices: []source.EndpointSlice{
 		endpointSlice("auth", "s1-a", "", "10.0.0.1", "10.0.0.4"),
 	}}}, expected{})
-	h.check(session.Batch{Deletes: []session.Ref{{Kind: session.KindEndpointSlice, Name: nn("auth", "s1-a")}}}, expected{})
+	h.check(session.Batch{Deletes: []session.Ref{{Kind: source.KindEndpointSlice, Name: nn("auth", "s1-a")}}}, expected{})
 }
 
 // An ExtensionService whose spec moves from s1 to s2 stops depending on s1
@@ -72,7 +72,7 @@ func TestApplyExtensionServiceSpecChanged(t *testing.T) {
 
 func TestApplyExtensionServiceDeleted(t *testing.T) {
 	h := loaded(t, source.Settings{}, source.Objects{})
-	h.check(session.Batch{Deletes: []session.Ref{{Kind: session.KindExtensionService, Name: nn("auth", "a")}}},
+	h.check(session.Batch{Deletes: []session.Ref{{Kind: source.KindExtensionService, Name: nn("auth", "a")}}},
 		expected{removedClusters: []string{"auth/a"}, removedCLAs: []string{"auth/a"}, removedStatuses: []string{"auth/a"}},
 		nn("auth", "a"))
 	// It no longer depends on s1.
@@ -85,7 +85,7 @@ func TestApplyExtensionServiceDeleted(t *testing.T) {
 // why; when it becomes valid again they come back.
 func TestApplyExtensionServiceInvalidated(t *testing.T) {
 	h := loaded(t, source.Settings{}, source.Objects{})
-	h.check(session.Batch{Deletes: []session.Ref{{Kind: session.KindService, Name: nn("auth", "s2")}}},
+	h.check(session.Batch{Deletes: []session.Ref{{Kind: source.KindService, Name: nn("auth", "s2")}}},
 		expected{
 			removedClusters: []string{"auth/b", "auth/d"}, removedCLAs: []string{"auth/b", "auth/d"},
 			statuses: []string{"auth/b", "auth/d"},
@@ -111,8 +111,8 @@ func TestApplySortsResourcesByName(t *testing.T) {
 		clusters: []string{"a-b/x", "a/y"}, clas: []string{"a-b/x", "a/y"}, statuses: []string{"a/y", "a-b/x"},
 	}, nn("a", "y"), nn("a-b", "x"))
 	h.check(session.Batch{Deletes: []session.Ref{
-		{Kind: session.KindExtensionService, Name: nn("a", "y")},
-		{Kind: session.KindExtensionService, Name: nn("a-b", "x")},
+		{Kind: source.KindExtensionService, Name: nn("a", "y")},
+		{Kind: source.KindExtensionService, Name: nn("a-b", "x")},
 	}}, expected{
 		removedClusters: []string{"a-b/x", "a/y"}, removedCLAs: []string{"a-b/x", "a/y"}, removedStatuses: []string{"a/y", "a-b/x"},
 	}, nn("a", "y"), nn("a-b", "x"))
@@ -123,11 +123,11 @@ func TestApplySortsResourcesByName(t *testing.T) {
 func TestApplyNoOps(t *testing.T) {
 	h := loaded(t, source.Settings{}, source.Objects{})
 	h.check(session.Batch{Deletes: []session.Ref{
-		{Kind: session.KindExtensionService, Name: nn("auth", "never")},
-		{Kind: session.KindService, Name: nn("auth", "never")},
-		{Kind: session.KindEndpointSlice, Name: nn("auth", "never")},
-		{Kind: session.KindSecret, Name: nn("auth", "never")},
-		{Kind: session.KindTLSCertificateDelegation, Name: nn("other", "never")},
+		{Kind: source.KindExtensionService, Name: nn("auth", "never")},
+		{Kind: source.KindService, Name: nn("auth", "never")},
+		{Kind: source.KindEndpointSlice, Name: nn("auth", "never")},
+		{Kind: source.KindSecret, Name: nn("auth", "never")},
+		{Kind: source.KindTLSCertificateDelegation, Name: nn("other", "never")},
 	}}, expected{})
 	h.check(session.Batch{}, expected{})
 	h.check(session.Batch{Upserts: baseObjects()}, expected{}, allFour...)
@@ -140,7 +140,7 @@ func TestApplyMissingServiceCreated(t *testing.T) {
 	h.check(session.Batch{Upserts: source.Objects{ExtensionServices: []source.ExtensionService{extensionService("auth", "e", "s3")}}},
 		expected{statuses: []string{"auth/e"}}, nn("auth", "e"))
 	// Deleting the Service it waits for, never held, rebuilds nothing.
-	h.check(session.Batch{Deletes: []session.Ref{{Kind: session.KindService, Name: nn("auth", "s3")}}}, expected{})
+	h.check(session.Batch{Deletes: []session.Ref{{Kind: source.KindService, Name: nn("auth", "s3")}}}, expected{})
 	h.check(session.Batch{Upserts: source.Objects{
 		Services:       []source.Service{service("auth", "s3")},
 		EndpointSlices: []source.EndpointSlice{endpointSlice("auth", "s3-a", "s3", "10.0.0.7")},

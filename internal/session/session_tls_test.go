@@ -12,7 +12,7 @@ func TestApplyCASecretChanged(t *testing.T) {
 	h.check(session.Batch{Upserts: source.Objects{Secrets: []source.Secret{caSecret("auth", "ca", nil)}}},
 		expected{removedClusters: []string{"auth/c"}, removedCLAs: []string{"auth/c"}, statuses: []string{"auth/c"}},
 		nn("auth", "c"))
-	h.check(session.Batch{Deletes: []session.Ref{{Kind: session.KindSecret, Name: nn("other", "ca")}}},
+	h.check(session.Batch{Deletes: []session.Ref{{Kind: source.KindSecret, Name: nn("other", "ca")}}},
 		expected{removedClusters: []string{"auth/d"}, removedCLAs: []string{"auth/d"}, statuses: []string{"auth/d"}},
 		nn("auth", "d"))
 	// A Secret nobody reads.
@@ -28,7 +28,7 @@ func TestApplyCASecretNamespaceDefaults(t *testing.T) {
 			h.check(session.Batch{Upserts: source.Objects{ExtensionServices: []source.ExtensionService{
 				validatedExtensionService("auth", "c", "s1", ref),
 			}}}, expected{}, nn("auth", "c"))
-			h.check(session.Batch{Deletes: []session.Ref{{Kind: session.KindSecret, Name: nn("auth", "ca")}}},
+			h.check(session.Batch{Deletes: []session.Ref{{Kind: source.KindSecret, Name: nn("auth", "ca")}}},
 				expected{removedClusters: []string{"auth/c"}, removedCLAs: []string{"auth/c"}, statuses: []string{"auth/c"}},
 				nn("auth", "c"))
 		})
@@ -37,7 +37,7 @@ func TestApplyCASecretNamespaceDefaults(t *testing.T) {
 
 func TestApplyDelegationChanged(t *testing.T) {
 	h := loaded(t, source.Settings{}, source.Objects{})
-	h.check(session.Batch{Deletes: []session.Ref{{Kind: session.KindTLSCertificateDelegation, Name: nn("other", "delegate")}}},
+	h.check(session.Batch{Deletes: []session.Ref{{Kind: source.KindTLSCertificateDelegation, Name: nn("other", "delegate")}}},
 		expected{removedClusters: []string{"auth/d"}, removedCLAs: []string{"auth/d"}, statuses: []string{"auth/d"}},
 		nn("auth", "d"))
 	h.check(session.Batch{Upserts: source.Objects{TLSCertificateDelegations: []source.TLSCertificateDelegation{{
@@ -56,7 +56,7 @@ func TestApplyClientCertificateChanged(t *testing.T) {
 	h := loaded(t, source.Settings{ClientCertificate: &source.NamespacedName{Namespace: "auth", Name: "client"}},
 		source.Objects{Secrets: []source.Secret{client}})
 	all := []string{"auth/a", "auth/b", "auth/c", "auth/d"}
-	h.check(session.Batch{Deletes: []session.Ref{{Kind: session.KindSecret, Name: nn("auth", "client")}}},
+	h.check(session.Batch{Deletes: []session.Ref{{Kind: source.KindSecret, Name: nn("auth", "client")}}},
 		expected{removedClusters: all, removedCLAs: all, statuses: all}, allFour...)
 	h.check(session.Batch{Upserts: source.Objects{Secrets: []source.Secret{client}}},
 		expected{clusters: all, clas: all, statuses: all}, allFour...)

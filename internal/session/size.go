@@ -21,7 +21,7 @@ import (
 // before Apply(b): it compares b with the objects s holds.
 func (s *Session) SizeChange(b *Batch) int64 {
 	var n int64
-	for _, k := range kindTable[KindExtensionService:] {
+	for _, k := range kindTable[source.KindExtensionService:] {
 		n += k.sizeChange(s, b.Upserts)
 	}
 	for _, ref := range b.Deletes {
@@ -45,7 +45,7 @@ func (s *Session) delegation(name source.NamespacedName) *source.TLSCertificateD
 // the sum of SizeChange over batches that lead to objs.
 func ObjectsSize(objs *source.Objects) int64 {
 	var n int64
-	for _, k := range kindTable[KindExtensionService:] {
+	for _, k := range kindTable[source.KindExtensionService:] {
 		n += k.objectsSize(*objs)
 	}
 	return n

@@ -43,7 +43,7 @@ func TestSizeChange(t *testing.T) {
 	if bigSize <= smallSize {
 		t.Fatalf("three endpoints (%d) do not outweigh one (%d)", bigSize, smallSize)
 	}
-	ref := session.Ref{Kind: session.KindEndpointSlice, Name: nn("ns", "s-1")}
+	ref := session.Ref{Kind: source.KindEndpointSlice, Name: nn("ns", "s-1")}
 	steps := []struct {
 		name  string
 		batch session.Batch

@@ -49,15 +49,15 @@ func (s *store) apply(b *session.Batch) {
 	}
 	for _, ref := range b.Deletes {
 		switch ref.Kind {
-		case session.KindExtensionService:
+		case source.KindExtensionService:
 			delete(s.extensionServices, ref.Name)
-		case session.KindService:
+		case source.KindService:
 			delete(s.services, ref.Name)
-		case session.KindEndpointSlice:
+		case source.KindEndpointSlice:
 			delete(s.endpointSlices, ref.Name)
-		case session.KindSecret:
+		case source.KindSecret:
 			delete(s.secrets, ref.Name)
-		case session.KindTLSCertificateDelegation:
+		case source.KindTLSCertificateDelegation:
 			delete(s.delegations, ref.Name)
 		}
 	}
