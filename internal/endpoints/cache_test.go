@@ -5,6 +5,7 @@ import (
 	"runtime"
 	"testing"
 
+	"github.com/tributary-dev/tributary/internal/objectgen"
 	"github.com/tributary-dev/tributary/internal/source"
 	"github.com/tributary-dev/tributary/internal/workload"
 )
@@ -13,13 +14,13 @@ import (
 // a caching Collector keeps entries for the live slices and a bounded
 // number of dead ones, whatever the number of slices that ever existed.
 func TestCachedSlicesAreSwept(t *testing.T) {
-	http := ports(tcpPort("http", 8080))
+	http := objectgen.Ports(objectgen.TCPPort("http", 8080))
 	x := newTestIndex(nil)
 	c := collectorKinds[1].new(x)
 	const live = 10
 	most := 0
 	for i := range 2000 {
-		es := testSlice(fmt.Sprintf("a-%d", i), "a", "IPv4", http, readyAt(fmt.Sprintf("10.0.%d.%d", i/200, i%200+1)))
+		es := objectgen.Slice(fmt.Sprintf("a-%d", i), "a", "IPv4", http, objectgen.ReadyAt(fmt.Sprintf("10.0.%d.%d", i/200, i%200+1)))
 		x.put(&es)
 		if i >= live {
 			x.delete(source.NamespacedName{Namespace: testNamespace, Name: fmt.Sprintf("a-%d", i-live)})
@@ -40,11 +41,11 @@ func TestCachedSlicesAreSwept(t *testing.T) {
 // deleted ones; and SweepSlices drops at once the old versions of slices
 // replaced while the Collector was not looking.
 func TestCachedSlicesOfDeletedSlicesGo(t *testing.T) {
-	http := ports(tcpPort("http", 8080))
+	http := objectgen.Ports(objectgen.TCPPort("http", 8080))
 	x := newTestIndex(nil)
 	c := collectorKinds[1].new(x)
 	slice := func(i, generation int) *source.EndpointSlice {
-		es := testSlice(fmt.Sprintf("a-%d", i), "a", "IPv4", http, readyAt(fmt.Sprintf("10.0.%d.%d", i/200, i%200+1)))
+		es := objectgen.Slice(fmt.Sprintf("a-%d", i), "a", "IPv4", http, objectgen.ReadyAt(fmt.Sprintf("10.0.%d.%d", i/200, i%200+1)))
 		es.Generation = int64(generation)
 		return &es
 	}

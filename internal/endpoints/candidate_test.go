@@ -9,6 +9,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/tributary-dev/tributary/internal/objectgen"
 	"github.com/tributary-dev/tributary/internal/source"
 )
 
@@ -28,12 +29,12 @@ func TestCollectOrdersLargeTargets(t *testing.T) {
 					h = uint32(i-1) * 0x9E3779B1 & (1<<24 - 1)
 				}
 				addr := netip.AddrFrom4([4]byte{10, byte(h >> 16), byte(h >> 8), byte(h)})
-				endpoints = append(endpoints, readyAt(addr.String()))
+				endpoints = append(endpoints, objectgen.ReadyAt(addr.String()))
 				want[netip.AddrPortFrom(addr, 8080)] = true
 				want[netip.AddrPortFrom(addr, 8081)] = true
 			}
-			x := newTestIndex([]source.EndpointSlice{testSlice("a-1", "a", "IPv4",
-				ports(tcpPort("b", 8081), tcpPort("a", 8080)), endpoints...)})
+			x := newTestIndex([]source.EndpointSlice{objectgen.Slice("a-1", "a", "IPv4",
+				objectgen.Ports(objectgen.TCPPort("b", 8081), objectgen.TCPPort("a", 8080)), endpoints...)})
 			sorted := slices.SortedFunc(maps.Keys(want), func(a, b netip.AddrPort) int { return a.Compare(b) })
 			var wantEps []Endpoint
 			for _, ap := range sorted {

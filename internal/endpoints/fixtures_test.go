@@ -4,10 +4,11 @@ import (
 	"cmp"
 	"slices"
 
+	"github.com/tributary-dev/tributary/internal/objectgen"
 	"github.com/tributary-dev/tributary/internal/source"
 )
 
-const testNamespace = "ns"
+const testNamespace = objectgen.Namespace
 
 // testIndex holds EndpointSlices as model.Index does (which this package
 // cannot import): by name, and per labelled Service in name order.
@@ -77,29 +78,3 @@ var collectorKinds = []struct {
 }
 
 func ptr[T any](v T) *T { return &v }
-
-// tcpPort is a slice port; name "-" leaves the name unset.
-func tcpPort(name string, port int32) source.EndpointPort {
-	p := source.EndpointPort{Port: ptr(port), Protocol: ptr("TCP")}
-	if name != "-" {
-		p.Name = ptr(name)
-	}
-	return p
-}
-
-func ports(ps ...source.EndpointPort) []source.EndpointPort { return ps }
-
-func testSlice(name, service, family string, ports []source.EndpointPort, eps ...source.Endpoint) source.EndpointSlice {
-	return source.EndpointSlice{
-		Meta:        source.Meta{Namespace: testNamespace, Name: name, Labels: map[string]string{source.ServiceNameLabel: service}},
-		AddressType: family,
-		Ports:       ports,
-		Endpoints:   eps,
-	}
-}
-
-func readyAt(addrs ...string) source.Endpoint { return source.Endpoint{Addresses: addrs} }
-
-func withReady(ready bool, addrs ...string) source.Endpoint {
-	return source.Endpoint{Addresses: addrs, Ready: ptr(ready)}
-}

@@ -6,6 +6,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
 
+	"github.com/tributary-dev/tributary/internal/objectgen"
 	"github.com/tributary-dev/tributary/internal/source"
 )
 
@@ -13,7 +14,7 @@ import (
 // endpoint rules on hand-picked cases; FuzzCollect then holds the
 // Collectors to Reference everywhere else.
 func TestRules(t *testing.T) {
-	http := ports(tcpPort("http", 8080))
+	http := objectgen.Ports(objectgen.TCPPort("http", 8080))
 	tests := []struct {
 		name     string
 		slices   []source.EndpointSlice
@@ -22,24 +23,24 @@ func TestRules(t *testing.T) {
 		warnings []Warning
 	}{{
 		name: "ready unless ready is false, whatever serving and terminating say; first address only",
-		slices: []source.EndpointSlice{testSlice("a-1", "a", "IPv4", http,
-			readyAt("10.0.0.3", "10.0.0.1"),
-			withReady(false, "10.0.0.4"),
-			withReady(true, "10.0.0.2"),
+		slices: []source.EndpointSlice{objectgen.Slice("a-1", "a", "IPv4", http,
+			objectgen.ReadyAt("10.0.0.3", "10.0.0.1"),
+			objectgen.WithReady(false, "10.0.0.4"),
+			objectgen.WithReady(true, "10.0.0.2"),
 			source.Endpoint{Addresses: []string{"10.0.0.5"}, Serving: ptr(false), Terminating: ptr(true)},
 			source.Endpoint{Addresses: []string{"10.0.0.6"}, Ready: ptr(false), Serving: ptr(true)},
-			readyAt(),
+			objectgen.ReadyAt(),
 		)},
 		targets: []Target{{Service: "a", PortName: "http", Port: 80}},
 		want:    [][]Endpoint{{{"10.0.0.2", 8080}, {"10.0.0.3", 8080}, {"10.0.0.5", 8080}}},
 	}, {
 		name: "TCP ports with a number only; a named Service port takes its name or none, an unnamed one every port",
-		slices: []source.EndpointSlice{testSlice("a-1", "a", "IPv4", ports(
-			tcpPort("http", 8080), tcpPort("grpc", 9090), tcpPort("", 7070), tcpPort("-", 6060), tcpPort("http", 70000),
+		slices: []source.EndpointSlice{objectgen.Slice("a-1", "a", "IPv4", objectgen.Ports(
+			objectgen.TCPPort("http", 8080), objectgen.TCPPort("grpc", 9090), objectgen.TCPPort("", 7070), objectgen.TCPPort("-", 6060), objectgen.TCPPort("http", 70000),
 			source.EndpointPort{Name: ptr("http"), Port: ptr(int32(5050))},
 			source.EndpointPort{Name: ptr("http"), Protocol: ptr("TCP")},
 			source.EndpointPort{Name: ptr("http"), Port: ptr(int32(4040)), Protocol: ptr("UDP")},
-		), readyAt("10.0.0.1"))},
+		), objectgen.ReadyAt("10.0.0.1"))},
 		targets: []Target{{Service: "a", PortName: "http", Port: 80}, {Service: "a", Port: 90}},
 		want: [][]Endpoint{
 			{{"10.0.0.1", 6060}, {"10.0.0.1", 7070}, {"10.0.0.1", 8080}},
@@ -53,9 +54,9 @@ func TestRules(t *testing.T) {
 	}, {
 		name: "IP slices only, addresses of the slice's family without a zone; IPv4 sorts first",
 		slices: []source.EndpointSlice{
-			testSlice("a-1", "a", "FQDN", http, readyAt("pod.example.com")),
-			testSlice("a-2", "a", "IPv6", http, readyAt("fd00::2"), readyAt("::ffff:10.0.0.1"), readyAt("fe80::1%eth0"), readyAt("10.0.0.9")),
-			testSlice("a-3", "a", "IPv4", http, readyAt("10.0.0.1"), readyAt("::1"), readyAt("010.0.0.1")),
+			objectgen.Slice("a-1", "a", "FQDN", http, objectgen.ReadyAt("pod.example.com")),
+			objectgen.Slice("a-2", "a", "IPv6", http, objectgen.ReadyAt("fd00::2"), objectgen.ReadyAt("::ffff:10.0.0.1"), objectgen.ReadyAt("fe80::1%eth0"), objectgen.ReadyAt("10.0.0.9")),
+			objectgen.Slice("a-3", "a", "IPv4", http, objectgen.ReadyAt("10.0.0.1"), objectgen.ReadyAt("::1"), objectgen.ReadyAt("010.0.0.1")),
 		},
 		targets: []Target{{Service: "a", PortName: "http", Port: 80}},
 		want:    [][]Endpoint{{{"10.0.0.1", 8080}, {"::ffff:10.0.0.1", 8080}, {"fd00::2", 8080}}},
@@ -66,9 +67,9 @@ func TestRules(t *testing.T) {
 	}, {
 		name: "an address:port once per target, spelled as first met in slice name order, and in the earliest target only",
 		slices: []source.EndpointSlice{
-			testSlice("a-2", "a", "IPv6", http, readyAt("2001:db8::1")),
-			testSlice("a-1", "a", "IPv6", http, readyAt("2001:DB8::1"), readyAt("2001:db8:0::1"), readyAt("2001:db8::3")),
-			testSlice("b-1", "b", "IPv6", http, readyAt("2001:db8::3"), readyAt("2001:db8::1"), readyAt("2001:db8::4")),
+			objectgen.Slice("a-2", "a", "IPv6", http, objectgen.ReadyAt("2001:db8::1")),
+			objectgen.Slice("a-1", "a", "IPv6", http, objectgen.ReadyAt("2001:DB8::1"), objectgen.ReadyAt("2001:db8:0::1"), objectgen.ReadyAt("2001:db8::3")),
+			objectgen.Slice("b-1", "b", "IPv6", http, objectgen.ReadyAt("2001:db8::3"), objectgen.ReadyAt("2001:db8::1"), objectgen.ReadyAt("2001:db8::4")),
 		},
 		targets: []Target{{Service: "a", PortName: "http", Port: 80}, {Service: "b", PortName: "http", Port: 80}},
 		want:    [][]Endpoint{{{"2001:DB8::1", 8080}, {"2001:db8::3", 8080}}, {{"2001:db8::4", 8080}}},

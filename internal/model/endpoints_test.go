@@ -7,10 +7,11 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/tributary-dev/tributary/internal/objectgen"
 	"github.com/tributary-dev/tributary/internal/source"
 )
 
-const testNamespace = "ns"
+const testNamespace = objectgen.Namespace
 
 // target names a spec target: the Service, its port (by number) and a weight.
 type target struct {
@@ -62,7 +63,7 @@ var builderKinds = []struct {
 }
 
 func TestBuildLocalities(t *testing.T) {
-	http := ports(tcpPort("http", 8080))
+	http := objectgen.Ports(objectgen.TCPPort("http", 8080))
 	twoServices := []source.Service{testService("a", servicePort("http", 80)), testService("b", servicePort("http", 80))}
 
 	tests := []struct {
@@ -76,13 +77,13 @@ func TestBuildLocalities(t *testing.T) {
 	}{{
 		name:     "ready unless ready is false, first address only, ordered as IPs",
 		services: []source.Service{testService("a", servicePort("http", 80))},
-		slices: []source.EndpointSlice{testSlice("a-1", "a", "IPv4", http,
-			readyAt("10.0.0.10", "192.168.0.1"),
-			withReady(false, "10.0.0.1"),
-			withReady(true, "10.0.0.9"),
-			readyAt("9.0.0.1"),
+		slices: []source.EndpointSlice{objectgen.Slice("a-1", "a", "IPv4", http,
+			objectgen.ReadyAt("10.0.0.10", "192.168.0.1"),
+			objectgen.WithReady(false, "10.0.0.1"),
+			objectgen.WithReady(true, "10.0.0.9"),
+			objectgen.ReadyAt("9.0.0.1"),
 			source.Endpoint{Addresses: []string{"10.0.0.200"}, Ready: nil, Serving: ptr(false), Terminating: ptr(true)},
-			readyAt(), // no address at all
+			objectgen.ReadyAt(), // no address at all
 		)},
 		targets: []target{{"a", 80, 0}},
 		want: []Locality{{SubZone: "ns/a/80", Weight: 1, Endpoints: eps(
@@ -91,8 +92,8 @@ func TestBuildLocalities(t *testing.T) {
 		name:     "weights are used as is",
 		services: twoServices,
 		slices: []source.EndpointSlice{
-			testSlice("a-1", "a", "IPv4", http, readyAt("10.0.0.1")),
-			testSlice("b-1", "b", "IPv4", http, readyAt("10.0.1.1")),
+			objectgen.Slice("a-1", "a", "IPv4", http, objectgen.ReadyAt("10.0.0.1")),
+			objectgen.Slice("b-1", "b", "IPv4", http, objectgen.ReadyAt("10.0.1.1")),
 		},
 		targets: []target{{"a", 80, 80}, {"b", 80, 20}},
 		want: []Locality{
@@ -103,8 +104,8 @@ func TestBuildLocalities(t *testing.T) {
 		name:     "weight 0 next to a weight leaves the locality unweighted",
 		services: twoServices,
 		slices: []source.EndpointSlice{
-			testSlice("a-1", "a", "IPv4", http, readyAt("10.0.0.1")),
-			testSlice("b-1", "b", "IPv4", http, readyAt("10.0.1.1")),
+			objectgen.Slice("a-1", "a", "IPv4", http, objectgen.ReadyAt("10.0.0.1")),
+			objectgen.Slice("b-1", "b", "IPv4", http, objectgen.ReadyAt("10.0.1.1")),
 		},
 		targets: []target{{"a", 80, 0}, {"b", 80, 7}},
 		want: []Locality{
@@ -115,8 +116,8 @@ func TestBuildLocalities(t *testing.T) {
 		name:     "every weight unset gives each locality 1, spec order kept",
 		services: twoServices,
 		slices: []source.EndpointSlice{
-			testSlice("a-1", "a", "IPv4", http, readyAt("10.0.0.1")),
-			testSlice("b-1", "b", "IPv4", http, readyAt("10.0.1.1")),
+			objectgen.Slice("a-1", "a", "IPv4", http, objectgen.ReadyAt("10.0.0.1")),
+			objectgen.Slice("b-1", "b", "IPv4", http, objectgen.ReadyAt("10.0.1.1")),
 		},
 		targets: []target{{"b", 80, 0}, {"a", 80, 0}},
 		want: []Locality{
@@ -127,8 +128,8 @@ func TestBuildLocalities(t *testing.T) {
 		name:     "weights adding up to exactly the uint32 maximum are fine",
 		services: twoServices,
 		slices: []source.EndpointSlice{
-			testSlice("a-1", "a", "IPv4", http, readyAt("10.0.0.1")),
-			testSlice("b-1", "b", "IPv4", http, readyAt("10.0.1.1")),
+			objectgen.Slice("a-1", "a", "IPv4", http, objectgen.ReadyAt("10.0.0.1")),
+			objectgen.Slice("b-1", "b", "IPv4", http, objectgen.ReadyAt("10.0.1.1")),
 		},
 		targets: []target{{"a", 80, math.MaxUint32 - 1}, {"b", 80, 1}},
 		want: []Locality{
@@ -139,8 +140,8 @@ func TestBuildLocalities(t *testing.T) {
 		name:     "weights beyond the uint32 maximum are an error",
 		services: twoServices,
 		slices: []source.EndpointSlice{
-			testSlice("a-1", "a", "IPv4", http, readyAt("10.0.0.1")),
-			testSlice("b-1", "b", "IPv4", http, readyAt("10.0.1.1")),
+			objectgen.Slice("a-1", "a", "IPv4", http, objectgen.ReadyAt("10.0.0.1")),
+			objectgen.Slice("b-1", "b", "IPv4", http, objectgen.ReadyAt("10.0.1.1")),
 		},
 		targets: []target{{"a", 80, math.MaxUint32}, {"b", 80, 1}},
 		wantErrors: []SubCondition{warning(SubConditionSpec, ReasonWeightOverflow,
@@ -149,8 +150,8 @@ func TestBuildLocalities(t *testing.T) {
 		name:     "the same Service port twice is one locality with the summed weight",
 		services: []source.Service{testService("a", servicePort("http", 80)), testService("b", servicePort("http", 80), servicePort("grpc", 90))},
 		slices: []source.EndpointSlice{
-			testSlice("a-1", "a", "IPv4", http, readyAt("10.0.0.1")),
-			testSlice("b-1", "b", "IPv4", ports(tcpPort("http", 8080), tcpPort("grpc", 9090)), readyAt("10.0.1.1")),
+			objectgen.Slice("a-1", "a", "IPv4", http, objectgen.ReadyAt("10.0.0.1")),
+			objectgen.Slice("b-1", "b", "IPv4", objectgen.Ports(objectgen.TCPPort("http", 8080), objectgen.TCPPort("grpc", 9090)), objectgen.ReadyAt("10.0.1.1")),
 		},
 		targets: []target{{"b", 80, 30}, {"a", 80, 10}, {"b", 80, 50}, {"b", 90, 1}, {"b", 80, 5}},
 		want: []Locality{
@@ -164,9 +165,9 @@ func TestBuildLocalities(t *testing.T) {
 		name:     "only IPv4 and IPv6 slices, IPv4 addresses first",
 		services: []source.Service{testService("a", servicePort("http", 80))},
 		slices: []source.EndpointSlice{
-			testSlice("a-v6", "a", "IPv6", http, readyAt("2001:db8::2"), readyAt("::ffff:10.0.0.1"), readyAt("2001:db8::10")),
-			testSlice("a-fqdn", "a", "FQDN", http, readyAt("pod.example.com")),
-			testSlice("a-v4", "a", "IPv4", http, readyAt("10.0.0.1")),
+			objectgen.Slice("a-v6", "a", "IPv6", http, objectgen.ReadyAt("2001:db8::2"), objectgen.ReadyAt("::ffff:10.0.0.1"), objectgen.ReadyAt("2001:db8::10")),
+			objectgen.Slice("a-fqdn", "a", "FQDN", http, objectgen.ReadyAt("pod.example.com")),
+			objectgen.Slice("a-v4", "a", "IPv4", http, objectgen.ReadyAt("10.0.0.1")),
 		},
 		targets: []target{{"a", 80, 0}},
 		want: []Locality{{SubZone: "ns/a/80", Weight: 1, Endpoints: eps(
@@ -175,8 +176,8 @@ func TestBuildLocalities(t *testing.T) {
 		name:     "addresses that are not IPs of the slice's family are skipped with one warning per slice",
 		services: []source.Service{testService("a", servicePort("http", 80))},
 		slices: []source.EndpointSlice{
-			testSlice("a-v4", "a", "IPv4", http, readyAt("10.0.0.1"), readyAt("::1"), readyAt("10.0.0.010"), readyAt("pod"), withReady(false, "bad")),
-			testSlice("a-v6", "a", "IPv6", http, readyAt("fe80::1%eth0"), readyAt("10.0.0.2"), readyAt("::1")),
+			objectgen.Slice("a-v4", "a", "IPv4", http, objectgen.ReadyAt("10.0.0.1"), objectgen.ReadyAt("::1"), objectgen.ReadyAt("10.0.0.010"), objectgen.ReadyAt("pod"), objectgen.WithReady(false, "bad")),
+			objectgen.Slice("a-v6", "a", "IPv6", http, objectgen.ReadyAt("fe80::1%eth0"), objectgen.ReadyAt("10.0.0.2"), objectgen.ReadyAt("::1")),
 		},
 		targets: []target{{"a", 80, 0}},
 		want:    []Locality{{SubZone: "ns/a/80", Weight: 1, Endpoints: eps("10.0.0.1", 8080, "::1", 8080)}},
@@ -189,29 +190,29 @@ func TestBuildLocalities(t *testing.T) {
 	}, {
 		name:     "a named Service port matches slice ports of that name or none; only TCP ports with a number",
 		services: []source.Service{testService("a", servicePort("http", 80))},
-		slices: []source.EndpointSlice{testSlice("a-1", "a", "IPv4", ports(
-			tcpPort("http", 8080),
-			tcpPort("metrics", 9090),
-			tcpPort("", 7070),
-			tcpPort("-", 6060),
+		slices: []source.EndpointSlice{objectgen.Slice("a-1", "a", "IPv4", objectgen.Ports(
+			objectgen.TCPPort("http", 8080),
+			objectgen.TCPPort("metrics", 9090),
+			objectgen.TCPPort("", 7070),
+			objectgen.TCPPort("-", 6060),
 			source.EndpointPort{Name: ptr("http"), Port: ptr(int32(5050))},
 			source.EndpointPort{Name: ptr("http"), Protocol: ptr("TCP")},
 			source.EndpointPort{Name: ptr("http"), Port: ptr(int32(4040)), Protocol: ptr("UDP")},
 			source.EndpointPort{Name: ptr("http"), Port: ptr(int32(3030)), Protocol: ptr("SCTP")},
-		), readyAt("10.0.0.1"))},
+		), objectgen.ReadyAt("10.0.0.1"))},
 		targets: []target{{"a", 80, 0}},
 		want: []Locality{{SubZone: "ns/a/80", Weight: 1, Endpoints: eps(
 			"10.0.0.1", 6060, "10.0.0.1", 7070, "10.0.0.1", 8080)}},
 	}, {
 		name:     "an unnamed Service port matches every TCP slice port; out-of-range ports are skipped with a warning",
 		services: []source.Service{testService("a", servicePort("", 80))},
-		slices: []source.EndpointSlice{testSlice("a-1", "a", "IPv4", ports(
-			tcpPort("http", 8080),
-			tcpPort("metrics", 9090),
-			tcpPort("huge", 70000),
-			tcpPort("zero", 0),
+		slices: []source.EndpointSlice{objectgen.Slice("a-1", "a", "IPv4", objectgen.Ports(
+			objectgen.TCPPort("http", 8080),
+			objectgen.TCPPort("metrics", 9090),
+			objectgen.TCPPort("huge", 70000),
+			objectgen.TCPPort("zero", 0),
 			source.EndpointPort{Name: ptr("dns"), Port: ptr(int32(53)), Protocol: ptr("UDP")},
-		), readyAt("10.0.0.2"), readyAt("10.0.0.1"))},
+		), objectgen.ReadyAt("10.0.0.2"), objectgen.ReadyAt("10.0.0.1"))},
 		targets: []target{{"a", 80, 0}},
 		want: []Locality{{SubZone: "ns/a/80", Weight: 1, Endpoints: eps(
 			"10.0.0.1", 8080, "10.0.0.1", 9090, "10.0.0.2", 8080, "10.0.0.2", 9090)}},
@@ -221,10 +222,10 @@ func TestBuildLocalities(t *testing.T) {
 		name:     "a repeated address:port within a target is kept once, with one spelling whatever the slice order",
 		services: []source.Service{testService("a", servicePort("http", 80))},
 		slices: []source.EndpointSlice{
-			testSlice("a-2", "a", "IPv6", http, readyAt("2001:db8::1"), readyAt("2001:db8::2")),
-			testSlice("a-1", "a", "IPv4", http, readyAt("10.0.0.1"), readyAt("10.0.0.1")),
-			testSlice("a-3", "a", "IPv4", http, readyAt("10.0.0.1")),
-			testSlice("a-0", "a", "IPv6", http, readyAt("2001:DB8:0:0::1")),
+			objectgen.Slice("a-2", "a", "IPv6", http, objectgen.ReadyAt("2001:db8::1"), objectgen.ReadyAt("2001:db8::2")),
+			objectgen.Slice("a-1", "a", "IPv4", http, objectgen.ReadyAt("10.0.0.1"), objectgen.ReadyAt("10.0.0.1")),
+			objectgen.Slice("a-3", "a", "IPv4", http, objectgen.ReadyAt("10.0.0.1")),
+			objectgen.Slice("a-0", "a", "IPv6", http, objectgen.ReadyAt("2001:DB8:0:0::1")),
 		},
 		targets: []target{{"a", 80, 0}},
 		want: []Locality{{SubZone: "ns/a/80", Weight: 1, Endpoints: eps(
@@ -237,10 +238,10 @@ func TestBuildLocalities(t *testing.T) {
 			testService("c", servicePort("http", 80)),
 		},
 		slices: []source.EndpointSlice{
-			testSlice("a-1", "a", "IPv4", http, readyAt("10.0.0.1"), readyAt("10.0.0.3")),
-			testSlice("b-1", "b", "IPv4", http, readyAt("10.0.0.3"), readyAt("10.0.0.2"), readyAt("10.0.0.1"), readyAt("10.0.0.4")),
-			testSlice("b-2", "b", "IPv4", ports(tcpPort("http", 8081)), readyAt("10.0.0.1")),
-			testSlice("c-1", "c", "IPv4", http, readyAt("10.0.0.4"), readyAt("10.0.0.1")),
+			objectgen.Slice("a-1", "a", "IPv4", http, objectgen.ReadyAt("10.0.0.1"), objectgen.ReadyAt("10.0.0.3")),
+			objectgen.Slice("b-1", "b", "IPv4", http, objectgen.ReadyAt("10.0.0.3"), objectgen.ReadyAt("10.0.0.2"), objectgen.ReadyAt("10.0.0.1"), objectgen.ReadyAt("10.0.0.4")),
+			objectgen.Slice("b-2", "b", "IPv4", objectgen.Ports(objectgen.TCPPort("http", 8081)), objectgen.ReadyAt("10.0.0.1")),
+			objectgen.Slice("c-1", "c", "IPv4", http, objectgen.ReadyAt("10.0.0.4"), objectgen.ReadyAt("10.0.0.1")),
 		},
 		targets: []target{{"a", 80, 1}, {"b", 80, 2}, {"c", 80, 3}},
 		want: []Locality{
@@ -261,9 +262,9 @@ func TestBuildLocalities(t *testing.T) {
 			testService("c", servicePort("http", 80)),
 		},
 		slices: []source.EndpointSlice{
-			testSlice("a-1", "a", "IPv4", http, readyAt("10.0.0.5"), readyAt("10.0.0.3")),
-			testSlice("b-1", "b", "IPv4", http, readyAt("10.0.0.1"), readyAt("10.0.0.6")),
-			testSlice("c-1", "c", "IPv4", http, readyAt("10.0.0.6"), readyAt("10.0.0.1"), readyAt("10.0.0.5"), readyAt("10.0.0.2"), readyAt("10.0.0.9")),
+			objectgen.Slice("a-1", "a", "IPv4", http, objectgen.ReadyAt("10.0.0.5"), objectgen.ReadyAt("10.0.0.3")),
+			objectgen.Slice("b-1", "b", "IPv4", http, objectgen.ReadyAt("10.0.0.1"), objectgen.ReadyAt("10.0.0.6")),
+			objectgen.Slice("c-1", "c", "IPv4", http, objectgen.ReadyAt("10.0.0.6"), objectgen.ReadyAt("10.0.0.1"), objectgen.ReadyAt("10.0.0.5"), objectgen.ReadyAt("10.0.0.2"), objectgen.ReadyAt("10.0.0.9")),
 		},
 		targets: []target{{"a", 80, 1}, {"b", 80, 2}, {"c", 80, 3}},
 		want: []Locality{
@@ -279,8 +280,8 @@ func TestBuildLocalities(t *testing.T) {
 		name:     "the same IPv6 address spelled differently in two targets is one endpoint",
 		services: twoServices,
 		slices: []source.EndpointSlice{
-			testSlice("a-1", "a", "IPv6", http, readyAt("2001:db8::1")),
-			testSlice("b-1", "b", "IPv6", http, readyAt("2001:0db8::1"), readyAt("2001:db8::3")),
+			objectgen.Slice("a-1", "a", "IPv6", http, objectgen.ReadyAt("2001:db8::1")),
+			objectgen.Slice("b-1", "b", "IPv6", http, objectgen.ReadyAt("2001:0db8::1"), objectgen.ReadyAt("2001:db8::3")),
 		},
 		targets: []target{{"a", 80, 1}, {"b", 80, 1}},
 		want: []Locality{
@@ -297,14 +298,14 @@ func TestBuildLocalities(t *testing.T) {
 			testService("c", servicePort("http", 80)),
 		},
 		slices: []source.EndpointSlice{
-			testSlice("a-1", "a", "IPv4", http, withReady(false, "10.0.0.1")),
-			testSlice("c-1", "c", "IPv4", http, readyAt("10.0.2.1")),
+			objectgen.Slice("a-1", "a", "IPv4", http, objectgen.WithReady(false, "10.0.0.1")),
+			objectgen.Slice("c-1", "c", "IPv4", http, objectgen.ReadyAt("10.0.2.1")),
 			// Labelled for b, but in another namespace.
 			{Meta: source.Meta{Namespace: "other", Name: "b-1", Labels: map[string]string{source.ServiceNameLabel: "b"}},
-				AddressType: "IPv4", Ports: http, Endpoints: []source.Endpoint{readyAt("10.0.1.1")}},
+				AddressType: "IPv4", Ports: http, Endpoints: []source.Endpoint{objectgen.ReadyAt("10.0.1.1")}},
 			// In the namespace, but not labelled.
 			{Meta: source.Meta{Namespace: testNamespace, Name: "b-2"},
-				AddressType: "IPv4", Ports: http, Endpoints: []source.Endpoint{readyAt("10.0.1.2")}},
+				AddressType: "IPv4", Ports: http, Endpoints: []source.Endpoint{objectgen.ReadyAt("10.0.1.2")}},
 		},
 		targets: []target{{"a", 80, 50}, {"b", 80, 30}, {"c", 80, 20}},
 		want:    []Locality{{SubZone: "ns/c/80", Weight: 20, Endpoints: eps("10.0.2.1", 8080)}},
@@ -315,7 +316,7 @@ func TestBuildLocalities(t *testing.T) {
 	}, {
 		name:     "endpoints only behind weight 0 give no locality and a warning",
 		services: twoServices,
-		slices:   []source.EndpointSlice{testSlice("b-1", "b", "IPv4", http, readyAt("10.0.1.1"))},
+		slices:   []source.EndpointSlice{objectgen.Slice("b-1", "b", "IPv4", http, objectgen.ReadyAt("10.0.1.1"))},
 		targets:  []target{{"a", 80, 80}, {"b", 80, 0}},
 		wantWarns: []SubCondition{warning(SubConditionService, ReasonNoWeightedEndpoints,
 			"no Service with a non-zero weight in spec.services has ready endpoints")},

@@ -18,32 +18,6 @@ func servicePort(name string, port int32) source.ServicePort {
 	return source.ServicePort{Name: name, Port: port, TargetPort: fmt.Sprint(port), Protocol: "TCP"}
 }
 
-// tcpPort is a slice port; name "-" leaves the name unset.
-func tcpPort(name string, port int32) source.EndpointPort {
-	p := source.EndpointPort{Port: ptr(port), Protocol: ptr("TCP")}
-	if name != "-" {
-		p.Name = ptr(name)
-	}
-	return p
-}
-
-func testSlice(name, service, family string, ports []source.EndpointPort, eps ...source.Endpoint) source.EndpointSlice {
-	return source.EndpointSlice{
-		Meta:        source.Meta{Namespace: testNamespace, Name: name, Labels: map[string]string{source.ServiceNameLabel: service}},
-		AddressType: family,
-		Ports:       ports,
-		Endpoints:   eps,
-	}
-}
-
-func readyAt(addrs ...string) source.Endpoint { return source.Endpoint{Addresses: addrs} }
-
-func withReady(ready bool, addrs ...string) source.Endpoint {
-	return source.Endpoint{Addresses: addrs, Ready: ptr(ready)}
-}
-
-func ports(ps ...source.EndpointPort) []source.EndpointPort { return ps }
-
 func warning(typ, reason, message string) SubCondition {
 	return SubCondition{Type: typ, Status: ConditionTrue, Reason: reason, Message: message}
 }

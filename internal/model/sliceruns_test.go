@@ -8,6 +8,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/tributary-dev/tributary/internal/objectgen"
 	"github.com/tributary-dev/tributary/internal/source"
 	"github.com/tributary-dev/tributary/internal/workload"
 )
@@ -17,7 +18,7 @@ import (
 // a plain Builder over a fresh Index of the same objects: a replaced slice
 // is parsed again, a deleted one is gone, a relabelled one moves.
 func TestCachedSlicesFollowIndexChanges(t *testing.T) {
-	http := ports(tcpPort("http", 8080))
+	http := objectgen.Ports(objectgen.TCPPort("http", 8080))
 	services := []source.Service{testService("a", servicePort("http", 80)), testService("b", servicePort("", 80))}
 	targets := []target{{"a", 80, 3}, {"b", 80, 1}}
 	current := map[string]source.EndpointSlice{}
@@ -30,27 +31,27 @@ func TestCachedSlicesFollowIndexChanges(t *testing.T) {
 		delete []string
 	}{
 		{name: "first slices", put: []source.EndpointSlice{
-			testSlice("a-1", "a", "IPv4", http, readyAt("10.0.0.2"), readyAt("10.0.0.1")),
-			testSlice("b-1", "b", "IPv4", ports(tcpPort("x", 9090), tcpPort("y", 9091)), readyAt("10.0.1.1"), readyAt("10.0.0.1")),
+			objectgen.Slice("a-1", "a", "IPv4", http, objectgen.ReadyAt("10.0.0.2"), objectgen.ReadyAt("10.0.0.1")),
+			objectgen.Slice("b-1", "b", "IPv4", objectgen.Ports(objectgen.TCPPort("x", 9090), objectgen.TCPPort("y", 9091)), objectgen.ReadyAt("10.0.1.1"), objectgen.ReadyAt("10.0.0.1")),
 		}},
 		{name: "a-1 grows", put: []source.EndpointSlice{
-			testSlice("a-1", "a", "IPv4", http, readyAt("10.0.0.2"), readyAt("10.0.0.3"), readyAt("10.0.0.1")),
+			objectgen.Slice("a-1", "a", "IPv4", http, objectgen.ReadyAt("10.0.0.2"), objectgen.ReadyAt("10.0.0.3"), objectgen.ReadyAt("10.0.0.1")),
 		}},
 		{name: "a second slice for a, repeating an address", put: []source.EndpointSlice{
-			testSlice("a-0", "a", "IPv4", http, readyAt("10.0.0.3"), readyAt("not-an-ip"), readyAt("10.0.0.9")),
+			objectgen.Slice("a-0", "a", "IPv4", http, objectgen.ReadyAt("10.0.0.3"), objectgen.ReadyAt("not-an-ip"), objectgen.ReadyAt("10.0.0.9")),
 		}},
 		{name: "an IPv6 slice for a", put: []source.EndpointSlice{
-			testSlice("a-6", "a", "IPv6", http, readyAt("fd00::2"), readyAt("fd00:0::1")),
+			objectgen.Slice("a-6", "a", "IPv6", http, objectgen.ReadyAt("fd00::2"), objectgen.ReadyAt("fd00:0::1")),
 		}},
 		{name: "a-1 loses its readiness", put: []source.EndpointSlice{
-			testSlice("a-1", "a", "IPv4", http, withReady(false, "10.0.0.2"), readyAt("10.0.0.1")),
+			objectgen.Slice("a-1", "a", "IPv4", http, objectgen.WithReady(false, "10.0.0.2"), objectgen.ReadyAt("10.0.0.1")),
 		}},
 		{name: "a-0 moves to b", put: []source.EndpointSlice{
-			testSlice("a-0", "b", "IPv4", http, readyAt("10.0.0.3"), readyAt("10.0.0.9")),
+			objectgen.Slice("a-0", "b", "IPv4", http, objectgen.ReadyAt("10.0.0.3"), objectgen.ReadyAt("10.0.0.9")),
 		}},
 		{name: "a-6 and b-1 deleted", delete: []string{"a-6", "b-1"}},
 		{name: "b-1 back, unchanged", put: []source.EndpointSlice{
-			testSlice("b-1", "b", "IPv4", ports(tcpPort("x", 9090), tcpPort("y", 9091)), readyAt("10.0.1.1"), readyAt("10.0.0.1")),
+			objectgen.Slice("b-1", "b", "IPv4", objectgen.Ports(objectgen.TCPPort("x", 9090), objectgen.TCPPort("y", 9091)), objectgen.ReadyAt("10.0.1.1"), objectgen.ReadyAt("10.0.0.1")),
 		}},
 	}
 	for _, step := range steps {
@@ -101,11 +102,11 @@ func FuzzCachedSliceReplacement(f *testing.F) {
 		endpoint := func(v byte) source.Endpoint {
 			switch {
 			case v >= 250:
-				return readyAt("10.0.0.1.5")
+				return objectgen.ReadyAt("10.0.0.1.5")
 			case v%17 == 16:
-				return withReady(false, fmt.Sprintf("10.0.0.%d", v%32))
+				return objectgen.WithReady(false, fmt.Sprintf("10.0.0.%d", v%32))
 			default:
-				return readyAt(fmt.Sprintf("10.0.0.%d", v%32))
+				return objectgen.ReadyAt(fmt.Sprintf("10.0.0.%d", v%32))
 			}
 		}
 		var before []source.Endpoint
@@ -113,7 +114,7 @@ func FuzzCachedSliceReplacement(f *testing.F) {
 			before = append(before, endpoint(v))
 		}
 		after := slices.Clone(before)
-		portsAfter := ports(tcpPort("http", 8080), tcpPort("", 8081))
+		portsAfter := objectgen.Ports(objectgen.TCPPort("http", 8080), objectgen.TCPPort("", 8081))
 		for i := 0; i+1 < len(edits); i += 2 {
 			at := int(edits[i+1])
 			switch edits[i] % 6 {
@@ -131,7 +132,7 @@ func FuzzCachedSliceReplacement(f *testing.F) {
 			case 3:
 				after = slices.Insert(after, at%(len(after)+1), endpoint(edits[i+1]))
 			case 4:
-				portsAfter = ports(tcpPort("http", 8080))
+				portsAfter = objectgen.Ports(objectgen.TCPPort("http", 8080))
 			case 5:
 				if len(after) > 0 {
 					ep := &after[at%len(after)]
@@ -140,8 +141,8 @@ func FuzzCachedSliceReplacement(f *testing.F) {
 			}
 		}
 		services := []source.Service{testService("a", servicePort("http", 80))}
-		old := testSlice("a-1", "a", "IPv4", ports(tcpPort("http", 8080), tcpPort("", 8081)), before...)
-		replacement := testSlice("a-1", "a", "IPv4", portsAfter, after...)
+		old := objectgen.Slice("a-1", "a", "IPv4", objectgen.Ports(objectgen.TCPPort("http", 8080), objectgen.TCPPort("", 8081)), before...)
+		replacement := objectgen.Slice("a-1", "a", "IPv4", portsAfter, after...)
 
 		idx := NewIndex(&source.Objects{Services: services, EndpointSlices: []source.EndpointSlice{old}})
 		cached := builderKinds[1].new(idx)
@@ -167,12 +168,12 @@ func TestBuildLocalitiesScratchDoesNotLeak(t *testing.T) {
 	var slices []source.EndpointSlice
 	var big []source.Endpoint
 	for i := range 300 {
-		big = append(big, readyAt(fmt.Sprintf("10.1.%d.%d", i/250, i%250+1)))
+		big = append(big, objectgen.ReadyAt(fmt.Sprintf("10.1.%d.%d", i/250, i%250+1)))
 	}
-	http := ports(tcpPort("http", 8080))
+	http := objectgen.Ports(objectgen.TCPPort("http", 8080))
 	slices = append(slices,
-		testSlice("big-1", "big", "IPv4", http, big...),
-		testSlice("small-1", "small", "IPv4", http, readyAt("10.2.0.1")),
+		objectgen.Slice("big-1", "big", "IPv4", http, big...),
+		objectgen.Slice("small-1", "small", "IPv4", http, objectgen.ReadyAt("10.2.0.1")),
 	)
 	objs := &source.Objects{
 		Services:       []source.Service{testService("big", servicePort("http", 80)), testService("small", servicePort("http", 80))},
@@ -203,14 +204,14 @@ func TestBuildLocalitiesScratchDoesNotLeak(t *testing.T) {
 func TestBuildLocalitiesAllocations(t *testing.T) {
 	var eps4 []source.Endpoint
 	for i := range 100 {
-		eps4 = append(eps4, readyAt(fmt.Sprintf("10.0.%d.%d", i%7, 200-i)))
+		eps4 = append(eps4, objectgen.ReadyAt(fmt.Sprintf("10.0.%d.%d", i%7, 200-i)))
 	}
-	http := ports(tcpPort("http", 8080))
+	http := objectgen.Ports(objectgen.TCPPort("http", 8080))
 	objs := &source.Objects{
 		Services: []source.Service{testService("a", servicePort("http", 80)), testService("b", servicePort("http", 80))},
 		EndpointSlices: []source.EndpointSlice{
-			testSlice("a-1", "a", "IPv4", http, eps4...),
-			testSlice("b-1", "b", "IPv4", ports(tcpPort("http", 9090)), eps4...),
+			objectgen.Slice("a-1", "a", "IPv4", http, eps4...),
+			objectgen.Slice("b-1", "b", "IPv4", objectgen.Ports(objectgen.TCPPort("http", 9090)), eps4...),
 		},
 	}
 	b := NewBuilder(NewIndex(objs), source.Settings{})
