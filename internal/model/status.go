@@ -5,7 +5,14 @@ import (
 	"slices"
 
 	"github.com/cespare/xxhash/v2"
+
+	"github.com/tributary-dev/tributary/internal/source"
 )
+
+// NamespacedName names the ExtensionService s is the status of.
+func (s *Status) NamespacedName() source.NamespacedName {
+	return source.NamespacedName{Namespace: s.Namespace, Name: s.Name}
+}
 
 // Equal reports whether s and o say the same thing (a nil and an empty list
 // of sub-conditions say the same thing).

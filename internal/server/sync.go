@@ -208,19 +208,12 @@ func (s *syncCall) run(ctx context.Context) error {
 // the loop's select: a drain that began before the client read the answer
 // the loop just handed on must be seen before the loop reads again.
 func (s *syncCall) mayReceive() bool {
-	if !s.draining && s.drain != nil {
-		select {
-		case <-s.drain:
-			s.draining, s.drain = true, nil
-		default:
-		}
-	}
-	if !s.xds.superseded {
-		select {
-		case <-s.xds.supersededOrNil():
-			s.xds.superseded = true
-		default:
-		}
+	select { // both channels are nil once seen
+	case <-s.drain:
+		s.draining, s.drain = true, nil
+	case <-s.xds.supersededOrNil():
+		s.xds.superseded = true
+	default:
 	}
 	return !s.received && s.rejection == nil && !s.draining && !s.xds.superseded && !s.in.asked
 }

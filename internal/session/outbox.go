@@ -100,7 +100,7 @@ func (p *pendingResources) put(changed []translate.Resource, removed []string) {
 }
 
 func (p *pendingStatuses) put(st pendingStatus) {
-	name := source.NamespacedName{Namespace: st.status.Namespace, Name: st.status.Name}
+	name := st.status.NamespacedName()
 	h, ok := p.sent[name]
 	if st.removed && !ok || !st.removed && ok && h == st.hash {
 		delete(p.changed, name)

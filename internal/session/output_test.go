@@ -37,7 +37,7 @@ func outputOf(r *translate.Result) *output {
 		out.ClusterLoadAssignments[c.Name] = c
 	}
 	for _, st := range r.Statuses {
-		out.Statuses[source.NamespacedName{Namespace: st.Namespace, Name: st.Name}] = st
+		out.Statuses[st.NamespacedName()] = st
 	}
 	return out
 }
@@ -88,10 +88,7 @@ func (out *output) apply(d *translate.Changes) []string {
 		}
 	}
 
-	statusName := func(st model.Status) source.NamespacedName {
-		return source.NamespacedName{Namespace: st.Namespace, Name: st.Name}
-	}
-	if !slices.IsSortedFunc(d.Statuses, func(a, b model.Status) int { return statusName(a).Compare(statusName(b)) }) {
+	if !slices.IsSortedFunc(d.Statuses, func(a, b model.Status) int { return a.NamespacedName().Compare(b.NamespacedName()) }) {
 		problem("statuses not sorted by namespace and name")
 	}
 	if !slices.IsSortedFunc(d.RemovedStatuses, source.NamespacedName.Compare) {
@@ -99,7 +96,7 @@ func (out *output) apply(d *translate.Changes) []string {
 	}
 	seen := map[source.NamespacedName]bool{}
 	for _, st := range d.Statuses {
-		name := statusName(st)
+		name := st.NamespacedName()
 		if seen[name] {
 			problem("status %s listed twice", name)
 		}

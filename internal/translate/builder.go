@@ -29,18 +29,19 @@ func newBuilder(idx *model.Index, settings source.Settings, enc encoding) *build
 	}
 }
 
-// build translates es. With keep, the caller's Cluster for es, only
-// Services or EndpointSlices es targets have changed since it was built: a
-// Cluster depends on nothing those hold, so when es is still valid its
-// Outcome carries keep as it is instead of building and hashing it again.
-func (b *builder) build(es *source.ExtensionService, keep *Resource) Outcome {
+// build translates es. With keep (its Version set), the caller's Cluster
+// for es, only Services or EndpointSlices es targets have changed since it
+// was built: a Cluster depends on nothing those hold, so when es is still
+// valid its Outcome carries keep's name and version, without a Body,
+// instead of building and hashing it again.
+func (b *builder) build(es *source.ExtensionService, keep Resource) Outcome {
 	ec, st := b.model.Build(es)
 	if ec == nil {
 		return Outcome{Status: st}
 	}
 	o := Outcome{Status: st}
-	if keep != nil {
-		o.Cluster = *keep
+	if keep.Version != "" {
+		o.Cluster = Resource{Name: keep.Name, Version: keep.Version}
 	} else {
 		cluster := b.encodeCluster(ec)
 		o.Cluster = Resource{Name: ec.Name, Version: version(cluster), Body: cluster}

@@ -40,8 +40,6 @@ func (c *Changes) Sort() {
 	slices.SortFunc(c.ClusterLoadAssignments, byName)
 	slices.Sort(c.RemovedClusters)
 	slices.Sort(c.RemovedClusterLoadAssignments)
-	slices.SortFunc(c.Statuses, func(a, b model.Status) int {
-		return cmp.Or(cmp.Compare(a.Namespace, b.Namespace), cmp.Compare(a.Name, b.Name))
-	})
+	slices.SortFunc(c.Statuses, func(a, b model.Status) int { return a.NamespacedName().Compare(b.NamespacedName()) })
 	slices.SortFunc(c.RemovedStatuses, source.NamespacedName.Compare)
 }

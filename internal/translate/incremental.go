@@ -68,12 +68,7 @@ func (inc *Incremental) Rebuild(rebuilds []Rebuild, use func(i int, o *Outcome))
 	}
 	out := inc.outcomes[:0]
 	for i := range rebuilds {
-		r := &rebuilds[i]
-		var keep *Resource
-		if r.KeepCluster.Version != "" {
-			keep = &Resource{Name: r.KeepCluster.Name, Version: r.KeepCluster.Version}
-		}
-		out = append(out, inc.kept.build(r.ExtensionService, keep))
+		out = append(out, inc.kept.build(rebuilds[i].ExtensionService, rebuilds[i].KeepCluster))
 	}
 	for i := range out {
 		use(i, &out[i])

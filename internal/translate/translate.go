@@ -118,7 +118,7 @@ func build(idx *model.Index, settings source.Settings, es []*source.ExtensionSer
 		run := func() {
 			b := newBuilder(idx, settings, enc)
 			for i := lo; i < hi; i++ {
-				outcomes[i] = b.build(es[i], nil)
+				outcomes[i] = b.build(es[i], Resource{})
 			}
 		}
 		if workers == 1 {
