@@ -1,7 +1,6 @@
 package server
 
 import (
-	"fmt"
 	"net"
 	"strings"
 	"sync/atomic"
@@ -48,23 +47,15 @@ func TestSyncDrainReadsNothingMore(t *testing.T) {
 	t.Cleanup(func() { conn.Close() })
 
 	c := openSync(t.Context(), t, conn, nil)
-	addresses := func(shift int) []string {
-		out := make([]string, 200)
-		for i := range out {
-			n := i + shift
-			out[i] = fmt.Sprintf("10.1.%d.%d", n/250, n%250+1)
-		}
-		return out
-	}
-	c.send(batch(1, plainES("h2c"), service("a"), slice("a", addresses(0)...)))
+	c.send(batch(1, plainES("h2c"), service("a"), slice("a", churnAddresses(0)...)))
 	for i := 2; i <= batches; i++ {
-		c.send(batch(uint64(i), slice("a", addresses(i)...)))
+		c.send(batch(uint64(i), slice("a", churnAddresses(i)...)))
 	}
 	const rejected, late = batches + 1, batches + 2
 	c.send(batch(rejected, serviceObject(meta("ns", ""))))
 	<-svc.reached // the malformed batch is being read
 	close(draining)
-	c.send(batch(late, slice("a", addresses(late)...)))
+	c.send(batch(late, slice("a", churnAddresses(late)...)))
 
 	var answered []uint64
 	for {

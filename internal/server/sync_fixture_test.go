@@ -122,3 +122,16 @@ func statusOf(t *testing.T, oracle *tributaryv1.TranslateResponse, name string) 
 	t.Fatalf("the oracle has no status for ns/%s", name)
 	return nil
 }
+
+// churnAddresses are the 200 addresses of an EndpointSlice in endpoint
+// churn: each shift moves every address, so every batch changes the
+// ClusterLoadAssignment, and 200 endpoints make it a few kilobytes, so a few
+// answers fill a small flow-control window.
+func churnAddresses(shift int) []string {
+	out := make([]string, 200)
+	for i := range out {
+		n := i + shift
+		out[i] = fmt.Sprintf("10.1.%d.%d", n/250, n%250+1)
+	}
+	return out
+}

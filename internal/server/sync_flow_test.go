@@ -86,20 +86,10 @@ func TestSyncSlowReader(t *testing.T) {
 	t.Cleanup(func() { conn.Close() })
 
 	s := newSyncSession(openSync(t.Context(), t, conn, nil), nil, map[string]bool{})
-	// 200 endpoints make each CLA a few kilobytes, so a few deltas fill
-	// the window.
-	addresses := func(shift int) []string {
-		out := make([]string, 200)
-		for i := range out {
-			n := i + shift
-			out[i] = fmt.Sprintf("10.1.%d.%d", n/250, n%250+1)
-		}
-		return out
-	}
-	s.send(batch(1, plainES("h2c"), service("a"), slice("a", addresses(0)...)))
-	s.world.apply(batch(1, plainES("h2c"), service("a"), slice("a", addresses(0)...)))
+	s.send(batch(1, plainES("h2c"), service("a"), slice("a", churnAddresses(0)...)))
+	s.world.apply(batch(1, plainES("h2c"), service("a"), slice("a", churnAddresses(0)...)))
 	for i := 2; i <= batches; i++ {
-		b := batch(uint64(i), slice("a", addresses(i)...))
+		b := batch(uint64(i), slice("a", churnAddresses(i)...))
 		s.send(b)
 		s.world.apply(b)
 	}
