@@ -77,7 +77,7 @@ func (r objectRef) report(p *problems, field, reason, text string) {
 	}
 	label := r.kind.String()
 	if r.namespace != "" && r.name != "" {
-		label += " " + quote(r.namespace+"/"+r.name)
+		label += " " + source.Quote(r.namespace+"/"+r.name)
 	}
 	element := fmt.Sprintf("%s[%d]", r.list, r.index)
 	path := element + "." + field
@@ -97,7 +97,7 @@ func checkName(ref objectRef, p *problems, nsField, nameField string) bool {
 		ref.report(p, nsField, ReasonRequired, "is required")
 		ok = false
 	case !isDNS1123Label(ns):
-		ref.report(p, nsField, ReasonInvalidName, quote(ns)+" is not a valid namespace ("+dns1123LabelRule+")")
+		ref.report(p, nsField, ReasonInvalidName, source.Quote(ns)+" is not a valid namespace ("+dns1123LabelRule+")")
 		ok = false
 	}
 	switch name := ref.name; {
@@ -105,7 +105,7 @@ func checkName(ref objectRef, p *problems, nsField, nameField string) bool {
 		ref.report(p, nameField, ReasonRequired, "is required")
 		ok = false
 	case !isDNS1123Subdomain(name):
-		ref.report(p, nameField, ReasonInvalidName, quote(name)+" is not a valid name ("+dns1123SubdomainRule+")")
+		ref.report(p, nameField, ReasonInvalidName, source.Quote(name)+" is not a valid name ("+dns1123SubdomainRule+")")
 		ok = false
 	}
 	return ok

@@ -103,32 +103,3 @@ func badText(s string) string {
 	}
 	return ""
 }
-
-// maxQuoted bounds how much of a client-supplied string an error repeats.
-const maxQuoted = 100
-
-// quote quotes s for a message, shortened so that errors stay small
-// whatever the request holds.
-func quote(s string) string {
-	if len(s) <= maxQuoted {
-		return fmt.Sprintf("%q", s)
-	}
-	return fmt.Sprintf("%q...", runePrefix(s, maxQuoted))
-}
-
-// truncate shortens a message built from client input, on a rune boundary.
-func truncate(s string) string {
-	if len(s) <= 2*maxQuoted {
-		return s
-	}
-	return runePrefix(s, 2*maxQuoted) + "..."
-}
-
-// runePrefix is at most the first n bytes of s (n < len(s)), cut on a rune
-// boundary.
-func runePrefix(s string, n int) string {
-	for n > 0 && !utf8.RuneStart(s[n]) {
-		n--
-	}
-	return s[:n]
-}

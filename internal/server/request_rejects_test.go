@@ -12,6 +12,7 @@ import (
 	"google.golang.org/protobuf/testing/protocmp"
 
 	tributaryv1 "github.com/tributary-dev/tributary/gen/go/tributary/v1"
+	"github.com/tributary-dev/tributary/internal/source"
 )
 
 type violation struct{ field, reason, description string }
@@ -162,8 +163,8 @@ func TestDecodeRequestRejects(t *testing.T) {
 	}, {
 		name:    "long values are shortened",
 		req:     &tributaryv1.TranslateRequest{Settings: &tributaryv1.Settings{ClientCertificate: strings.Repeat("x", 300)}},
-		wantMsg: `settings.clientCertificate "` + strings.Repeat("x", maxQuoted) + `"... is not "namespace/name"`,
-		want:    []violation{{"settings.clientCertificate", ReasonInvalidFormat, `settings.clientCertificate "` + strings.Repeat("x", maxQuoted) + `"... is not "namespace/name"`}},
+		wantMsg: `settings.clientCertificate "` + strings.Repeat("x", source.MaxQuotedBytes) + `"... is not "namespace/name"`,
+		want:    []violation{{"settings.clientCertificate", ReasonInvalidFormat, `settings.clientCertificate "` + strings.Repeat("x", source.MaxQuotedBytes) + `"... is not "namespace/name"`}},
 	}}
 
 	translation := tributaryv1.NewTranslationServiceClient(dialBufconn(t, NewGRPCServer(quietOptions())))

@@ -22,7 +22,7 @@ func decodeSettings(pb *tributaryv1.Settings, at string, p *problems) source.Set
 		// control character keeps the stream and the logs readable.
 		field := at + ".xdsClusterName"
 		if bad := badText(name); bad != "" {
-			p.add(field, ReasonInvalidCharacters, fmt.Sprintf("%s %s %s", field, quote(name), bad))
+			p.add(field, ReasonInvalidCharacters, fmt.Sprintf("%s %s %s", field, source.Quote(name), bad))
 		} else if len(name) > maxAuthorityLen {
 			p.add(field, ReasonOutOfRange, fmt.Sprintf("%s is %d bytes long; Envoy takes at most %d in an HTTP authority", field, len(name), maxAuthorityLen))
 		}
@@ -33,9 +33,9 @@ func decodeSettings(pb *tributaryv1.Settings, at string, p *problems) source.Set
 		d, err := time.ParseDuration(raw)
 		switch {
 		case err != nil:
-			p.add(field, ReasonInvalidDuration, field+": "+truncate(err.Error()))
+			p.add(field, ReasonInvalidDuration, field+": "+source.Truncate(err.Error()))
 		case d < 0:
-			p.add(field, ReasonOutOfRange, fmt.Sprintf("%s %s is negative", field, quote(raw)))
+			p.add(field, ReasonOutOfRange, fmt.Sprintf("%s %s is negative", field, source.Quote(raw)))
 		default:
 			s.ConnectTimeout = d
 		}
@@ -48,11 +48,11 @@ func decodeSettings(pb *tributaryv1.Settings, at string, p *problems) source.Set
 		ns, name, ok := strings.Cut(raw, "/")
 		switch {
 		case !ok || strings.Contains(name, "/"):
-			p.add(field, ReasonInvalidFormat, fmt.Sprintf("%s %s is not \"namespace/name\"", field, quote(raw)))
+			p.add(field, ReasonInvalidFormat, fmt.Sprintf("%s %s is not \"namespace/name\"", field, source.Quote(raw)))
 		case !isDNS1123Label(ns):
-			p.add(field, ReasonInvalidName, fmt.Sprintf("%s %s: namespace %s is not a valid namespace (%s)", field, quote(raw), quote(ns), dns1123LabelRule))
+			p.add(field, ReasonInvalidName, fmt.Sprintf("%s %s: namespace %s is not a valid namespace (%s)", field, source.Quote(raw), source.Quote(ns), dns1123LabelRule))
 		case !isDNS1123Subdomain(name):
-			p.add(field, ReasonInvalidName, fmt.Sprintf("%s %s: name %s is not a valid name (%s)", field, quote(raw), quote(name), dns1123SubdomainRule))
+			p.add(field, ReasonInvalidName, fmt.Sprintf("%s %s: name %s is not a valid name (%s)", field, source.Quote(raw), source.Quote(name), dns1123SubdomainRule))
 		default:
 			s.ClientCertificate = &source.NamespacedName{Namespace: ns, Name: name}
 		}
