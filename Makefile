@@ -182,6 +182,14 @@ bench: bin/benchstat ## benchmarks into bench/new.txt, compared with bench/base.
 load: build bin/ghz ## ghz load on Translate against a fresh server: requests/s, p50, p99
 	scripts/load-translate.sh --serve bin/tributary
 
+# attack runs the hostile-input scenarios of test/attack (issue 10's table)
+# at the issue's sizes, each against a fresh tributary serve, and prints a
+# table: what was sent, what the client got, the server's peak RSS, the
+# time, and whether it held. CI runs the same scenarios small (go-test).
+.PHONY: attack
+attack: ## the hostile-input scenarios at full size against fresh servers: a table of what held
+	ATTACK_SCALE=full $(GO) test -count=1 -v -timeout 60m -run '^TestAttack$$' ./test/attack/
+
 .PHONY: fuzz
 fuzz: ## run every Fuzz target for FUZZTIME each (default 60s)
 	FUZZTIME=$(FUZZTIME) scripts/fuzz.sh

@@ -1,0 +1,211 @@
+package attack
+
+import (
+	"context"
+	"fmt"
+	"regexp"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/connectivity"
+	"google.golang.org/grpc/mem"
+	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/proto"
+
+	tributaryv1 "github.com/tributary-dev/tributary/gen/go/tributary/v1"
+	"github.com/tributary-dev/tributary/internal/testproc"
+)
+
+// shutdownTimeout is the --shutdown-timeout of the deadline scenario, and
+// shutdownSlack what the server may take beyond it to exit: a bound on the
+// test, not a measure of speed.
+const (
+	shutdownTimeout = 3 * time.Second
+	shutdownSlack   = 5 * time.Second
+)
+
+// idleGuard bounds the wait for the server's CPU to go idle once every
+// expensive call has ended. Uncancelled, the scenario's calls would keep
+// both cores busy several times longer.
+const idleGuard = 5 * time.Second
+
+// finishedTranslate matches the server's log line for the end of a
+// Translate call, with its code.
+var finishedTranslate = regexp.MustCompile(`msg="finished call" .*grpc\.method=Translate .*grpc\.code=(\w+)`)
+
+// concurrently runs call n times at once, each over a connection of its
+// own, and returns their errors in order. The connections are ready
+// before the calls start, so that the calls' deadlines are not spent on
+// connecting.
+func concurrently(t *testing.T, srv *server, n int, call func(context.Context, *grpc.ClientConn) error) []error {
+	t.Helper()
+	errs := make([]error, n)
+	conns := make([]*grpc.ClientConn, n)
+	for i := range conns {
+		conns[i] = dial(t, srv.Address)
+		waitReady(t, conns[i])
+	}
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Go(func() { errs[i] = call(t.Context(), conns[i]) })
+	}
+	wg.Wait()
+	// The attackers leave: what their connections held on the server
+	// must go too.
+	for _, conn := range conns {
+		_ = conn.Close()
+	}
+	return errs
+}
+
+// waitReady connects conn and waits until it is ready.
+func waitReady(t *testing.T, conn *grpc.ClientConn) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(t.Context(), guard)
+	defer cancel()
+	conn.Connect()
+	for state := conn.GetState(); state != connectivity.Ready; state = conn.GetState() {
+		if !conn.WaitForStateChange(ctx, state) {
+			t.Fatalf("the connection to %s is %v, not ready, after %v", conn.Target(), state, guard)
+		}
+	}
+}
+
+// encoded is a request marshalled once, so that concurrent calls send it
+// at once instead of each marshalling it first (slowly, under the race
+// detector), and so that a call's deadline is spent on the server.
+type encoded []byte
+
+func encode(t *testing.T, req *tributaryv1.TranslateRequest) encoded {
+	t.Helper()
+	b, err := proto.Marshal(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+// translate calls Translate with the encoded request over conn; the
+// answer is read but not decoded.
+func (e encoded) translate(ctx context.Context, conn *grpc.ClientConn) error {
+	var reply []byte
+	return conn.Invoke(ctx, tributaryv1.TranslationService_Translate_FullMethodName, []byte(e), &reply, grpc.ForceCodecV2(rawCodec{}))
+}
+
+// rawCodec sends a []byte message as it is and receives one as it is.
+type rawCodec struct{}
+
+func (rawCodec) Marshal(v any) (mem.BufferSlice, error) {
+	return mem.BufferSlice{mem.SliceBuffer(v.([]byte))}, nil
+}
+
+func (rawCodec) Unmarshal(data mem.BufferSlice, v any) error {
+	*(v.(*[]byte)) = data.Materialize()
+	return nil
+}
+
+func (rawCodec) Name() string { return "proto" }
+
+// Row 7: four expensive Translate calls whose deadline passes while the
+// server translates. The client gets DeadlineExceeded; so do the server's
+// log line and grpc_server_handled_total; the server stops working on them
+// (its CPU goes idle). Then four more such calls, without a deadline, are
+// in flight when SIGTERM comes: the server exits within --shutdown-timeout
+// and a few seconds.
+func deadlineAndShutdown(t *testing.T) {
+	r := report(t)
+	// The output of the full scale's calls is larger than the default send
+	// limit: without a deadline they would be translated, not refused.
+	srv := startServer(t, r, ballastBytes, append(sized([]string(nil), []string{"--max-message-size", "256MiB"}),
+		"--shutdown-timeout", shutdownTimeout.String())...)
+	deadline := sized(250*time.Millisecond, time.Second)
+	fanOut := sized([3]int{100, 20, 400}, [3]int{400, 40, 400})
+	req := encode(t, fanOutRequest(fanOut[0], fanOut[1], fanOut[2]))
+	r.sent = fmt.Sprintf("4 concurrent Translate calls with a %v deadline (%s each, %d ExtensionServices of %d×%d endpoints), then 4 more and SIGTERM",
+		deadline, kilobytes(len(req)), fanOut[0], fanOut[1], fanOut[2])
+	finishedBefore := len(finishedTranslate.FindAllString(srv.Log(), -1))
+
+	var errs []error
+	r.timed(func() {
+		errs = concurrently(t, srv, 4, func(ctx context.Context, conn *grpc.ClientConn) error {
+			ctx, cancel := context.WithTimeout(ctx, deadline)
+			defer cancel()
+			return req.translate(ctx, conn)
+		})
+	})
+	r.got = outcome(errs[0])
+	for i, err := range errs {
+		if status.Code(err) != codes.DeadlineExceeded {
+			t.Fatalf("expensive call %d ended with %v, want DeadlineExceeded (make the request more expensive if it was OK)", i, err)
+		}
+	}
+
+	srv.waitIdle(t)
+	var codesLogged []string
+	testproc.WaitFor(t, "the server to log the end of the four calls", func() bool {
+		codesLogged = codesLogged[:0]
+		for _, m := range finishedTranslate.FindAllStringSubmatch(srv.Log(), -1)[finishedBefore:] {
+			codesLogged = append(codesLogged, m[1])
+		}
+		return len(codesLogged) >= 4
+	})
+	if fmt.Sprint(codesLogged) != "[DeadlineExceeded DeadlineExceeded DeadlineExceeded DeadlineExceeded]" {
+		t.Errorf("the server logged the four calls with codes %v, want DeadlineExceeded each", codesLogged)
+	}
+	if n, _ := metric(srv.scrape(t), "grpc_server_handled_total", `grpc_method="Translate"`, `grpc_code="DeadlineExceeded"`); n != 4 {
+		t.Errorf(`grpc_server_handled_total{grpc_method="Translate",grpc_code="DeadlineExceeded"} is %v, want 4`, n)
+	}
+	srv.checkLegitStillServed(t)
+	srv.backToLevel(t)
+	srv.checkPeakRSS(t)
+
+	// SIGTERM with four such calls in flight, with deadlines far off.
+	started, _ := metric(srv.scrape(t), "grpc_server_started_total", `grpc_method="Translate"`)
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	wg.Go(func() {
+		// How the calls end is incidental (the server closes their
+		// connections at the latest); that they end is checked by the
+		// wait above.
+		_ = concurrently(t, srv, 4, func(ctx context.Context, conn *grpc.ClientConn) error {
+			// The deadline only keeps a server that never ends them from
+			// hanging the test.
+			ctx, cancel := context.WithTimeout(ctx, guard)
+			defer cancel()
+			return req.translate(ctx, conn)
+		})
+	})
+	// The server counts a unary call as started once it has read its
+	// request.
+	srv.waitMetric(t, started+4, "grpc_server_started_total", `grpc_method="Translate"`)
+	srv.notePeak()
+	srv.Signal(t, syscall.SIGTERM)
+	if code := srv.Wait(t, shutdownTimeout+shutdownSlack); code != 0 {
+		t.Errorf("the server exited with %d after SIGTERM, want 0", code)
+	}
+}
+
+// waitIdle waits until the server's CPU time stops growing: over a window
+// of half a second it may use a tenth of one core (a scrape, a timer), not
+// more. It fails the test after idleGuard.
+func (srv *server) waitIdle(t *testing.T) {
+	t.Helper()
+	const window, ticks = 500 * time.Millisecond, 5 // at the usual 100 ticks per second
+	deadline := time.Now().Add(idleGuard)
+	last := srv.cpuTicks(t)
+	for {
+		time.Sleep(window)
+		now := srv.cpuTicks(t)
+		if now-last <= ticks {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the server's CPU did not go idle within %v of the calls' deadline: %d ticks in the last %v", idleGuard, now-last, window)
+		}
+		last = now
+	}
+}

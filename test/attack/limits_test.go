@@ -1,0 +1,144 @@
+package attack
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+
+	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
+	discoveryv3 "github.com/envoyproxy/go-control-plane/envoy/service/discovery/v3"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/metadata"
+	"google.golang.org/grpc/status"
+
+	tributaryv1 "github.com/tributary-dev/tributary/gen/go/tributary/v1"
+)
+
+// Row 9: eight concurrent large Translate requests, together far beyond
+// --max-inflight-bytes. What does not fit is refused with
+// RESOURCE_EXHAUSTED at once, so the server's memory stays bounded; each
+// call either succeeds or is refused.
+func inflightBytes(t *testing.T) {
+	r := report(t)
+	req := encode(t, heavyRequest(sized(100, 1000), sized(250, 300)))
+	reqSize := len(req)
+	// CI: room for one request at a time; full: for three.
+	limit := sized(reqSize*3/2, 64<<20)
+	srv := startServer(t, r, ballastBytes, "--max-inflight-bytes", fmt.Sprint(limit))
+	r.sent = fmt.Sprintf("8 concurrent Translate calls of %s, --max-inflight-bytes %s", kilobytes(reqSize), kilobytes(limit))
+	var errs []error
+	r.timed(func() {
+		errs = concurrently(t, srv, 8, req.translate)
+	})
+	ok, refused := 0, 0
+	for i, err := range errs {
+		switch status.Code(err) {
+		case codes.OK:
+			ok++
+		case codes.ResourceExhausted:
+			refused++
+		default:
+			t.Errorf("call %d ended with %v, want OK or ResourceExhausted", i, err)
+		}
+		if err != nil {
+			r.got = outcome(err)
+		}
+	}
+	r.got = fmt.Sprintf("%d OK, %d refused: %s", ok, refused, r.got)
+	if refused == 0 {
+		t.Errorf("all 8 calls were admitted together, %s in all, over --max-inflight-bytes %s", kilobytes(8*reqSize), kilobytes(limit))
+	}
+	srv.checkPeakRSS(t)
+	srv.checkLegitStillServed(t)
+	srv.backToLevel(t)
+}
+
+// Row 10: calls carrying 15 MiB of metadata each, which the server has no
+// use for: refused (before the service sees them), and the server is
+// fine.
+func hugeMetadata(t *testing.T) {
+	r := report(t)
+	srv := startServer(t, r, ballastBytes)
+	n := sized(2, 32)
+	md := metadata.MD{}
+	for i := range 15 {
+		md.Set(fmt.Sprintf("x-attack-%02d", i), strings.Repeat("m", 1<<20))
+	}
+	r.sent = fmt.Sprintf("%d concurrent Translate calls with 15 MiB of metadata each", n)
+	var errs []error
+	r.timed(func() {
+		errs = concurrently(t, srv, n, func(ctx context.Context, conn *grpc.ClientConn) error {
+			_, err := tributaryv1.NewTranslationServiceClient(conn).Translate(metadata.NewOutgoingContext(ctx, md), legitRequest())
+			return err
+		})
+	})
+	r.got = outcome(errs[0])
+	for i, err := range errs {
+		if err == nil {
+			t.Errorf("call %d with 15 MiB of metadata succeeded, want it refused", i)
+		}
+	}
+	srv.checkPeakRSS(t)
+	srv.checkLegitStillServed(t)
+	srv.backToLevel(t)
+}
+
+// Row 12: a 1 MiB type URL on the xDS port and a 1 MiB target name in a
+// Translate request. Neither reaches a log line, an error or a status
+// message whole: the longest log line and every message stay small.
+func hugeStringsInLogs(t *testing.T) {
+	r := report(t)
+	srv := startServer(t, r, ballastBytes, "--xds-address", "127.0.0.1:0")
+	huge := strings.Repeat("u", 1<<20)
+	r.sent = "xDS: a DiscoveryRequest with a 1 MiB type URL; Translate: a 1 MiB target name"
+
+	var xdsErr, translateErr error
+	var resp *tributaryv1.TranslateResponse
+	r.timed(func() {
+		ctx, cancel := context.WithTimeout(t.Context(), guard)
+		defer cancel()
+		xdsConn := dial(t, srv.XDSAddress)
+		defer func() { _ = xdsConn.Close() }()
+		ads, err := discoveryv3.NewAggregatedDiscoveryServiceClient(xdsConn).StreamAggregatedResources(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_ = ads.Send(&discoveryv3.DiscoveryRequest{Node: &corev3.Node{Id: "attack"}, TypeUrl: "type.googleapis.com/" + huge})
+		// A type URL the server does not serve ends the stream.
+		_, xdsErr = ads.Recv()
+
+		req := legitRequest()
+		req.Objects = append(req.Objects, extensionService(attackNamespace, "huge", "h2c", nil, huge))
+		resp, translateErr = translate(t, srv.legitConn, req)
+	})
+	r.got = "xDS: " + outcome(xdsErr) + "; Translate: " + outcome(translateErr)
+
+	if status.Code(xdsErr) == codes.OK {
+		t.Errorf("the xDS stream with a 1 MiB type URL ended with %v, want an error status", xdsErr)
+	}
+	if m := status.Convert(xdsErr).Message(); len(m) > maxStatusMessage {
+		t.Errorf("the xDS status message is %d bytes long, over %d", len(m), maxStatusMessage)
+	}
+	if m := status.Convert(translateErr).Message(); len(m) > maxStatusMessage {
+		t.Errorf("the Translate status message is %d bytes long, over %d", len(m), maxStatusMessage)
+	}
+	// Refused, or translated with the target's error in the
+	// ExtensionService's status: either way the messages are small.
+	for _, st := range resp.GetStatuses() {
+		for _, c := range st.GetConditions() {
+			for _, sc := range append(append([]*tributaryv1.SubCondition{{Message: c.GetMessage()}}, c.GetErrors()...), c.GetWarnings()...) {
+				if len(sc.GetMessage()) > maxStatusMessage {
+					t.Errorf("a status message of %s/%s is %d bytes long, over %d", st.GetNamespace(), st.GetName(), len(sc.GetMessage()), maxStatusMessage)
+				}
+			}
+		}
+	}
+	srv.checkPeakRSS(t)
+	srv.checkLegitStillServed(t)
+	srv.backToLevel(t)
+	if n := srv.longestLogLine(); n > maxLogLine {
+		t.Errorf("the server logged a line of %d bytes, over %d", n, maxLogLine)
+	}
+}
