@@ -222,9 +222,10 @@ func (c *Collector) packedTargets(namespace string, targets []Target) bool {
 }
 
 // collectPacked is collect on the packed path (see packedTargets): the run
-// of targets[i] keeps its slice's run, less any address:port an earlier
-// target holds, as keys; its start is count, the keys of the targets before
-// it, and collectPacked returns count with its own added.
+// of targets[i] is its slice's run, as keys; its start is count, the keys
+// of the targets before it, and collectPacked returns count with its own
+// added. The cache's run is shared: dropTaken filters it into a copy only
+// when an earlier target holds some of it, which is rare.
 func (c *Collector) collectPacked(namespace string, targets []Target, i, count int) int {
 	s := &c.scratch
 	t, u := &targets[i], &s.targets[i]
@@ -235,41 +236,8 @@ func (c *Collector) collectPacked(namespace string, targets []Target, i, count i
 	}
 	r := c.sliceRun(slices[0], t.PortName)
 	s.warnings = append(s.warnings, r.warnings...)
-	run := r.packed
-
-	// The cache's run is shared: it is filtered into a copy only when an
-	// earlier target holds some of it, which is rare.
-	dropped, firstDropped := 0, uint64(0)
-	for _, earlier := range s.targets[:i] {
-		prev, j := earlier.keys, 0
-		var kept []uint64
-		for n, k := range run {
-			for j < len(prev) && keySocket(prev[j]) < keySocket(k) {
-				j++
-			}
-			if j < len(prev) && keySocket(prev[j]) == keySocket(k) {
-				if kept == nil {
-					kept = append(make([]uint64, 0, len(run)), run[:n]...)
-				}
-				if dropped == 0 || k < firstDropped {
-					firstDropped = k
-				}
-				dropped++
-				continue
-			}
-			if kept != nil {
-				kept = append(kept, k)
-			}
-		}
-		if kept != nil {
-			run = kept
-		}
-	}
-	if dropped > 0 {
-		s.warnings = append(s.warnings, duplicateEndpointsWarning(namespace, t, dropped, unpackKey(firstDropped, 0).addrPort()))
-	}
-	u.keys, u.slice = run, slices[0]
-	u.end = count + len(run)
+	u.keys, u.slice = r.packed, slices[0]
+	u.end = count + len(r.packed)
 	return u.end
 }
 

@@ -100,6 +100,11 @@ type scratch struct {
 	ports []uint16
 	// keys is where sortUnique packs IPv4 candidates.
 	keys []uint64
+	// warningsEnd is, per target, the end of its warnings in warnings
+	// before address:ports taken by earlier targets are counted.
+	warningsEnd []int
+	// merge is the heap and cursors of dropTaken, and taken what it finds.
+	merge mergeScratch
 }
 
 // targetRun is what one target kept: start and end index the scratch
@@ -125,6 +130,7 @@ func (c *Collector) Collect(namespace string, targets []Target) ([][]Endpoint, [
 	s.targets = slices.Grow(s.targets[:0], len(targets))[:len(targets)]
 	s.candidates, s.texts, s.warnings = s.candidates[:0], s.texts[:0], s.warnings[:0]
 
+	s.warningsEnd = s.warningsEnd[:0]
 	packed := c.packedTargets(namespace, targets)
 	count := 0
 	for i := range targets {
@@ -134,7 +140,9 @@ func (c *Collector) Collect(namespace string, targets []Target) ([][]Endpoint, [
 			c.collect(namespace, targets, i)
 			count = len(s.candidates)
 		}
+		s.warningsEnd = append(s.warningsEnd, len(s.warnings))
 	}
+	count = s.dropTaken(namespace, targets, packed, count)
 
 	s.endpoints = slices.Grow(s.endpoints[:0], count)[:count]
 	clear(s.runs)
@@ -161,8 +169,8 @@ func (c *Collector) Collect(namespace string, targets []Target) ([][]Endpoint, [
 }
 
 // collect appends the usable endpoints of targets[i] to the scratch
-// candidates as one sorted run without repeats and without any address:port
-// an earlier target holds, and records the run.
+// candidates as one sorted run without repeats, and records the run;
+// dropTaken then takes out what an earlier target holds.
 func (c *Collector) collect(namespace string, targets []Target, i int) {
 	s := &c.scratch
 	t := &targets[i]
@@ -197,32 +205,6 @@ func (c *Collector) collect(namespace string, targets []Target, i int) {
 		run = s.sortUnique(s.candidates[start:], uint32(firstText), len(s.texts)-firstText)
 	}
 
-	// An address:port in two localities makes proxyless gRPC clients reject
-	// the whole assignment: the earliest target keeps it.
-	dropped, firstDropped := 0, candidate{}
-	for _, earlier := range s.targets[:i] {
-		kept := run[:0]
-		prev := s.candidates[earlier.start:earlier.end]
-		j := 0
-		for _, cand := range run {
-			for j < len(prev) && compareSockets(prev[j], cand) < 0 {
-				j++
-			}
-			if j < len(prev) && sameSocket(prev[j], cand) {
-				if dropped == 0 || compareCandidates(cand, firstDropped) < 0 {
-					firstDropped = cand
-				}
-				dropped++
-				continue
-			}
-			kept = append(kept, cand)
-		}
-		run = kept
-	}
-	if dropped > 0 {
-		s.warnings = append(s.warnings, duplicateEndpointsWarning(namespace, t, dropped, firstDropped.addrPort()))
-	}
-
 	s.candidates = s.candidates[:start+len(run)]
 	s.targets[i].start, s.targets[i].end = start, len(s.candidates)
 }
@@ -231,21 +213,21 @@ func (c *Collector) collect(namespace string, targets []Target, i int) {
 // the lowest, were left out because earlier targets hold them.
 func duplicateEndpointsWarning(namespace string, t *Target, dropped int, first netip.AddrPort) Warning {
 	return Warning{Reason: ReasonDuplicateEndpoint, Message: fmt.Sprintf(
-		"%d endpoint(s) of port %d of Service %q, first %s, already belong to an earlier Service in spec.services and are left out of this one",
-		dropped, t.Port, namespace+"/"+t.Service, first)}
+		"%d endpoint(s) of port %d of Service %s, first %s, already belong to an earlier Service in spec.services and are left out of this one",
+		dropped, t.Port, source.Quote(namespace+"/"+t.Service), first)}
 }
 
 // invalidPortWarning says that es has port, outside 1..65535 (the first of
 // its kind), and that it is skipped.
 func invalidPortWarning(es *source.EndpointSlice, port int32) Warning {
 	return Warning{Reason: ReasonInvalidEndpointPort, Message: fmt.Sprintf(
-		"EndpointSlice %q has port %d, outside 1-65535; it is skipped", es.Namespace+"/"+es.Name, port)}
+		"EndpointSlice %s has port %d, outside 1-65535; it is skipped", source.Quote(es.Namespace+"/"+es.Name), port)}
 }
 
 // invalidAddressWarning says that es has bad addresses that are not IPs of
 // its family, first, and that they are skipped.
 func invalidAddressWarning(es *source.EndpointSlice, bad int, first string) Warning {
 	return Warning{Reason: ReasonInvalidEndpointAddress, Message: fmt.Sprintf(
-		"EndpointSlice %q has %d address(es) that are not valid %s addresses, first %q; they are skipped",
-		es.Namespace+"/"+es.Name, bad, es.AddressType, first)}
+		"EndpointSlice %s has %d address(es) that are not valid %s addresses, first %s; they are skipped",
+		source.Quote(es.Namespace+"/"+es.Name), bad, es.AddressType, source.Quote(first))}
 }
