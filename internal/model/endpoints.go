@@ -41,7 +41,22 @@ type localityScratch struct {
 	targets    []uniqueTarget
 	wanted     []endpoints.Target
 	localities []Locality
+	// targetAt maps a Service port to its index in targets, so that
+	// finding the entries that name one port twice costs one lookup per
+	// entry rather than a comparison with every entry before it.
+	targetAt map[targetKey]int
 }
+
+// targetKey is one Service port.
+type targetKey struct {
+	service *source.Service
+	port    int32
+}
+
+// maxKeptTargetMap is the size past which the scratch's map of targets is
+// dropped rather than cleared: clearing a map costs as much as the largest
+// it has been, which would make every later Build pay for one large one.
+const maxKeptTargetMap = 64
 
 // uniqueTarget is one distinct Service port with the summed weight of every
 // spec entry naming it.
@@ -94,22 +109,27 @@ func (b *Builder) buildLocalities(namespace string, targets []resolvedTarget, co
 	// keep its Service alive.
 	clear(s.targets)
 	s.targets = s.targets[:0]
-targets:
+	if s.targetAt == nil || len(s.targetAt) > maxKeptTargetMap {
+		s.targetAt = make(map[targetKey]int, len(targets))
+	} else {
+		clear(s.targetAt)
+	}
 	for _, t := range targets {
-		for i := range s.targets {
-			u := &s.targets[i]
-			if u.service == t.service && u.port.Port == t.port.Port {
-				if !u.duplicated {
-					u.duplicated = true
-					cond.AddWarning(SubConditionSpec, ReasonDuplicateTarget, fmt.Sprintf(
-						"port %d of Service %q is named more than once in spec.services; it is one locality whose weight is the sum of its entries",
-						t.port.Port, namespace+"/"+t.service.Name))
-				}
-				u.weight += t.weight
-				continue targets
-			}
+		key := targetKey{service: t.service, port: t.port.Port}
+		i, seen := s.targetAt[key]
+		if !seen {
+			s.targetAt[key] = len(s.targets)
+			s.targets = append(s.targets, uniqueTarget{service: t.service, port: t.port, weight: t.weight})
+			continue
 		}
-		s.targets = append(s.targets, uniqueTarget{service: t.service, port: t.port, weight: t.weight})
+		u := &s.targets[i]
+		if !u.duplicated {
+			u.duplicated = true
+			cond.AddWarning(SubConditionSpec, ReasonDuplicateTarget, fmt.Sprintf(
+				"port %d of Service %s is named more than once in spec.services; it is one locality whose weight is the sum of its entries",
+				t.port.Port, source.Quote(namespace+"/"+t.service.Name)))
+		}
+		u.weight += t.weight
 	}
 
 	clear(s.wanted)

@@ -23,6 +23,10 @@ const (
 	ReasonNoTargets                  = "NoTargets"
 	ReasonServiceUnresolvedReference = "ServiceUnresolvedReference"
 	ReasonUnsupportedServiceType     = "UnsupportedServiceType"
+	// ReasonCACertificateBlocksIgnored: some PEM blocks of the CA Secret's
+	// ca.crt are not certificates that parse; they are left out of the
+	// bundle Envoy is given (a warning: the rest still validates).
+	ReasonCACertificateBlocksIgnored = "CACertificateBlocksIgnored"
 )
 
 // The spec.loadBalancerPolicy.strategy values that mean something.
@@ -83,7 +87,7 @@ func (b *Builder) build(es *source.ExtensionService, st *Status) *ExtensionClust
 		// its protocol; so does this.
 		if clientCertSDSName, err = b.clientCertificateSDSName(*name); err != nil {
 			cond.AddError(SubConditionTLS, ReasonSecretNotValid,
-				fmt.Sprintf("tls.envoy-client-certificate Secret %q is invalid: %v", name.String(), err))
+				fmt.Sprintf("tls.envoy-client-certificate Secret %s is invalid: %v", source.Quote(name.String()), err))
 		}
 	}
 
@@ -103,16 +107,21 @@ func (b *Builder) build(es *source.ExtensionService, st *Status) *ExtensionClust
 		if err != nil {
 			if errors.Is(err, errNotDelegated) {
 				cond.AddError(SubConditionTLS, ReasonCACertificateNotDelegated,
-					fmt.Sprintf("service.UpstreamValidation.CACertificate Secret %q is not configured for certificate delegation",
-						CASecretName(v.CASecret, es.Namespace).String()))
+					fmt.Sprintf("service.UpstreamValidation.CACertificate Secret %s is not configured for certificate delegation",
+						source.Quote(CASecretName(v.CASecret, es.Namespace).String())))
 			} else {
 				cond.AddError(SubConditionSpec, ReasonTLSUpstreamValidation, "TLS upstream validation policy error: "+err.Error())
 			}
 			return nil
 		}
+		if validation.caSkipped != "" {
+			cond.AddWarning(SubConditionTLS, ReasonCACertificateBlocksIgnored, fmt.Sprintf(
+				"service.UpstreamValidation.CACertificate Secret %s: %s",
+				source.Quote(CASecretName(v.CASecret, es.Namespace).String()), validation.caSkipped))
+		}
 		if protocolOK && protocol != ProtocolH2 {
 			cond.AddError(SubConditionSpec, ReasonInconsistentProtocol,
-				fmt.Sprintf("upstream TLS validation not supported for %q protocol", protocolName(es.Spec.Protocol)))
+				fmt.Sprintf("upstream TLS validation not supported for %s protocol", source.Quote(protocolName(es.Spec.Protocol))))
 		}
 	}
 
@@ -159,11 +168,11 @@ func ClusterName(namespace, name string) string {
 // (control characters). Kubernetes never allows either; the API might.
 func checkClusterName(name string) error {
 	if !utf8.ValidString(name) {
-		return fmt.Errorf("cluster name %q derived from metadata.namespace and metadata.name is not valid UTF-8", name)
+		return fmt.Errorf("cluster name %s derived from metadata.namespace and metadata.name is not valid UTF-8", source.Quote(name))
 	}
 	for _, r := range name {
 		if unicode.IsControl(r) {
-			return fmt.Errorf("cluster name %q derived from metadata.namespace and metadata.name contains a control character", name)
+			return fmt.Errorf("cluster name %s derived from metadata.namespace and metadata.name contains a control character", source.Quote(name))
 		}
 	}
 	return nil
@@ -204,7 +213,7 @@ func parseProtocol(p *string, cond *Condition) (protocol Protocol, ok bool) {
 		return ProtocolHTTP11, true
 	}
 	cond.AddError(SubConditionSpec, ReasonUnsupportedProtocol, fmt.Sprintf(
-		"spec.protocol %q is not supported: use %q, %q or %q", *p, protocolH2, protocolH2C, protocolHTTP11))
+		"spec.protocol %s is not supported: use %q, %q or %q", source.Quote(*p), protocolH2, protocolH2C, protocolHTTP11))
 	return ProtocolH2, false
 }
 
@@ -263,7 +272,7 @@ func (b *Builder) resolveTarget(namespace string, target source.ExtensionService
 	svc, port, err := b.lookupService(name, target.Port)
 	if err != nil {
 		cond.AddError(SubConditionService, ReasonServiceUnresolvedReference,
-			fmt.Sprintf("unresolved service %q: %v", name.String(), err))
+			fmt.Sprintf("unresolved service %s: %v", source.Quote(name.String()), err))
 		return resolvedTarget{}, false
 	}
 	// Contour looks only at spec.externalName; the type is checked as well
@@ -271,7 +280,7 @@ func (b *Builder) resolveTarget(namespace string, target source.ExtensionService
 	// too. Either way the Service has no endpoints to balance over.
 	if svc.Type == serviceTypeExternalName || svc.ExternalName != "" {
 		cond.AddError(SubConditionService, ReasonUnsupportedServiceType,
-			fmt.Sprintf("Service %q is of unsupported type %q.", name.String(), serviceTypeExternalName))
+			fmt.Sprintf("Service %s is of unsupported type %q.", source.Quote(name.String()), serviceTypeExternalName))
 		return resolvedTarget{}, false
 	}
 	return resolvedTarget{service: svc, port: port, weight: target.Weight}, true
@@ -284,7 +293,7 @@ func (b *Builder) resolveTarget(namespace string, target source.ExtensionService
 func (b *Builder) lookupService(name source.NamespacedName, port int32) (*source.Service, source.ServicePort, error) {
 	svc := b.index.Service(name)
 	if svc == nil {
-		return nil, source.ServicePort{}, fmt.Errorf("service %q not found", name.String())
+		return nil, source.ServicePort{}, fmt.Errorf("service %s not found", source.Quote(name.String()))
 	}
 	portName := strconv.FormatInt(int64(port), 10)
 	for _, p := range svc.Ports {
@@ -292,9 +301,9 @@ func (b *Builder) lookupService(name source.NamespacedName, port int32) (*source
 			continue
 		}
 		if p.Protocol != "" && p.Protocol != "TCP" {
-			return nil, source.ServicePort{}, fmt.Errorf("unsupported service protocol %q", p.Protocol)
+			return nil, source.ServicePort{}, fmt.Errorf("unsupported service protocol %s", source.Quote(p.Protocol))
 		}
 		return svc, p, nil
 	}
-	return nil, source.ServicePort{}, fmt.Errorf("port %q on service %q not matched", portName, name.String())
+	return nil, source.ServicePort{}, fmt.Errorf("port %q on service %s not matched", portName, source.Quote(name.String()))
 }

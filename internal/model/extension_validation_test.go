@@ -2,6 +2,7 @@ package model
 
 import (
 	"encoding/pem"
+	"slices"
 	"strings"
 
 	"github.com/tributary-dev/tributary/internal/source"
@@ -146,8 +147,41 @@ func xtValidationConditionCases() []xtConditionCase {
 					CACrt: append(append([]byte{}, o.Secrets[0].CACrt...), key...)})
 			},
 			spec: source.ExtensionServiceSpec{Services: xtTarget, Validation: xtValidation("key")},
+			wantWarnings: []SubCondition{xtErr(SubConditionTLS, ReasonCACertificateBlocksIgnored,
+				`service.UpstreamValidation.CACertificate Secret "ext/key": 1 of 2 PEM blocks are not certificates that parse and are left out, the first because: unexpected block type 'PRIVATE KEY'`)},
+		},
+		{
+			name: "CA bundle with nothing but a key",
+			objs: func(o *source.Objects) {
+				key := pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: []byte{1}})
+				o.Secrets = append(o.Secrets, source.Secret{Meta: source.Meta{Namespace: xtNS, Name: "key"}, Type: "Opaque", CACrt: key})
+			},
+			spec: source.ExtensionServiceSpec{Services: xtTarget, Validation: xtValidation("key")},
 			wantErrors: []SubCondition{xtSpecErr(ReasonTLSUpstreamValidation,
 				xtPolicyErr+`invalid CA Secret "ext/key": invalid CA certificate bundle: unexpected block type 'PRIVATE KEY'`)},
+		},
+		{
+			// pem.Decode passes over a block that does not decode and
+			// returns the next: the broken one is still counted.
+			name: "CA bundle with a broken PEM block before a certificate",
+			objs: func(o *source.Objects) {
+				o.Secrets = append(o.Secrets, source.Secret{Meta: source.Meta{Namespace: xtNS, Name: "broken"}, Type: "Opaque",
+					CACrt: append([]byte("-----BEGIN CERTIFICATE-----\n%%%\n-----END CERTIFICATE-----\n"), o.Secrets[0].CACrt...)})
+			},
+			spec: source.ExtensionServiceSpec{Services: xtTarget, Validation: xtValidation("broken")},
+			wantWarnings: []SubCondition{xtErr(SubConditionTLS, ReasonCACertificateBlocksIgnored,
+				`service.UpstreamValidation.CACertificate Secret "ext/broken": 1 of 2 PEM blocks are not certificates that parse and are left out, the first because: failed to parse PEM block`)},
+		},
+		{
+			name: "CA bundle with certificates that do not parse after one that does",
+			objs: func(o *source.Objects) {
+				der := pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: []byte("not DER")})
+				o.Secrets = append(o.Secrets, source.Secret{Meta: source.Meta{Namespace: xtNS, Name: "der"}, Type: "Opaque",
+					CACrt: slices.Concat(o.Secrets[0].CACrt, der, der)})
+			},
+			spec: source.ExtensionServiceSpec{Services: xtTarget, Validation: xtValidation("der")},
+			wantWarnings: []SubCondition{xtErr(SubConditionTLS, ReasonCACertificateBlocksIgnored,
+				`service.UpstreamValidation.CACertificate Secret "ext/der": 2 of 3 PEM blocks are not certificates that parse and are left out, the first because: x509: malformed certificate`)},
 		},
 		{
 			name: "CA bundle with a block type that is not UTF-8",
@@ -195,7 +229,7 @@ func xtValidationConditionCases() []xtConditionCase {
 			name: "subject name too long for SNI",
 			spec: source.ExtensionServiceSpec{Services: xtTarget, Validation: &source.UpstreamValidation{CASecret: "ca", SubjectName: strings.Repeat("a", 256)}},
 			wantErrors: []SubCondition{xtSpecErr(ReasonTLSUpstreamValidation,
-				xtPolicyErr+`subject name "`+strings.Repeat("a", 256)+`" is 256 bytes long, but as the SNI it must be at most 255 bytes`)},
+				xtPolicyErr+`subject name "`+strings.Repeat("a", source.MaxQuotedBytes)+`"... is 256 bytes long, but as the SNI it must be at most 255 bytes`)},
 		},
 		{
 			name: "subjectName not UTF-8 is reported before the mismatch",

@@ -19,7 +19,7 @@ type Index struct {
 	services    map[source.NamespacedName]*source.Service
 	slices      map[source.NamespacedName][]*source.EndpointSlice // by namespace and service-name label
 	sliceByName map[source.NamespacedName]*source.EndpointSlice
-	secrets     map[source.NamespacedName]*source.Secret
+	secrets     map[source.NamespacedName]*secretEntry
 	delegations map[source.NamespacedName]*source.TLSCertificateDelegation
 	delegByNS   map[string][]*source.TLSCertificateDelegation // in name order
 }
@@ -30,7 +30,7 @@ func NewIndex(objs *source.Objects) *Index {
 		services:    make(map[source.NamespacedName]*source.Service, len(objs.Services)),
 		slices:      make(map[source.NamespacedName][]*source.EndpointSlice, len(objs.Services)),
 		sliceByName: make(map[source.NamespacedName]*source.EndpointSlice, len(objs.EndpointSlices)),
-		secrets:     make(map[source.NamespacedName]*source.Secret, len(objs.Secrets)),
+		secrets:     make(map[source.NamespacedName]*secretEntry, len(objs.Secrets)),
 		delegations: make(map[source.NamespacedName]*source.TLSCertificateDelegation),
 		delegByNS:   make(map[string][]*source.TLSCertificateDelegation),
 	}
@@ -91,8 +91,11 @@ func (idx *Index) DeleteEndpointSlice(name source.NamespacedName) {
 	idx.slices[key] = list
 }
 
-// PutSecret adds s or replaces the Secret of the same name.
-func (idx *Index) PutSecret(s *source.Secret) { idx.secrets[s.NamespacedName()] = s }
+// PutSecret adds s or replaces the Secret of the same name, and with it
+// what was made of the Secret it replaces.
+func (idx *Index) PutSecret(s *source.Secret) {
+	idx.secrets[s.NamespacedName()] = &secretEntry{secret: s}
+}
 
 // DeleteSecret forgets the named Secret.
 func (idx *Index) DeleteSecret(name source.NamespacedName) { delete(idx.secrets, name) }
@@ -140,7 +143,17 @@ func (idx *Index) EndpointSlices(service source.NamespacedName) []*source.Endpoi
 }
 
 // Secret returns the named Secret, or nil.
-func (idx *Index) Secret(name source.NamespacedName) *source.Secret { return idx.secrets[name] }
+func (idx *Index) Secret(name source.NamespacedName) *source.Secret {
+	if e := idx.secrets[name]; e != nil {
+		return e.secret
+	}
+	return nil
+}
+
+// secretEntry returns the named Secret with what was made of it, or nil.
+func (idx *Index) secretEntry(name source.NamespacedName) *secretEntry {
+	return idx.secrets[name]
+}
 
 // Delegations returns the TLSCertificateDelegations in a namespace, in name
 // order. The caller must not modify the returned slice.

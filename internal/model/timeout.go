@@ -48,10 +48,10 @@ func parseTimeout(s string) (timeoutSetting, error) {
 	}
 	d, err := time.ParseDuration(s)
 	if err != nil {
-		return timeoutSetting{}, fmt.Errorf("unable to parse timeout string %q: %w", s, err)
+		return timeoutSetting{}, fmt.Errorf("unable to parse timeout string %s: %s", source.Quote(s), source.Truncate(err.Error()))
 	}
 	if d < 0 {
-		return timeoutSetting{}, fmt.Errorf("unable to parse timeout string %q: negative durations are not allowed", s)
+		return timeoutSetting{}, fmt.Errorf("unable to parse timeout string %s: negative durations are not allowed", source.Quote(s))
 	}
 	if d == 0 {
 		return timeoutSetting{}, nil

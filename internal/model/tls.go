@@ -36,25 +36,15 @@ var errSecretNotFound = errors.New("Secret not found")
 var errNotDelegated = errors.New("certificate delegation not permitted")
 
 // clientCertificateSDSName checks the Secret the clientCertificate setting
-// names and returns the SDS name Envoy fetches it under. Only tls.crt is
-// read: the private key never reaches this service, so unlike Contour it is
-// not checked, and unlike Contour an Opaque Secret is refused, since the
-// setting is documented to name a kubernetes.io/tls Secret.
+// names (see secretEntry.clientCertificate) and returns the SDS name Envoy
+// fetches it under.
 func (b *Builder) clientCertificateSDSName(name source.NamespacedName) (string, error) {
-	secret := b.index.Secret(name)
-	if secret == nil {
+	entry := b.index.secretEntry(name)
+	if entry == nil {
 		return "", errSecretNotFound
 	}
-	if secret.Type != secretTypeTLS {
-		return "", fmt.Errorf("secret type is not %q", secretTypeTLS)
-	}
-	if secret.TLSCrt == nil {
-		return "", errors.New("missing TLS certificate")
-	}
-	if err := checkServingBundle(secret.TLSCrt); err != nil {
-		return "", fmt.Errorf("invalid TLS certificate: %w", err)
-	}
-	return sdsSecretName(name, secret.TLSCrt), nil
+	c := entry.clientCertificate()
+	return c.sdsName, c.err
 }
 
 // sdsSecretName is "<namespace>/<name>/<first 10 hex digits of sha1(tls.crt)>",
@@ -104,22 +94,16 @@ func cutPart(n int, s, suffix string) string {
 	if n <= len(suffix) {
 		return suffix[:n]
 	}
-	return prefixBytes(s, n-len(suffix)-1) + "-" + suffix
-}
-
-// prefixBytes returns the longest prefix of s of at most n bytes that does
-// not end inside a UTF-8 sequence.
-func prefixBytes(s string, n int) string {
-	for n > 0 && n < len(s) && !utf8.RuneStart(s[n]) {
-		n--
-	}
-	return s[:n]
+	return source.Prefix(s, n-len(suffix)-1) + "-" + suffix
 }
 
 // upstreamValidation is a checked spec.validation.
 type upstreamValidation struct {
 	caCertificate []byte
 	subjectNames  []string
+	// caSkipped describes the blocks of the CA bundle left out, for a
+	// warning; "" when there are none.
+	caSkipped string
 }
 
 // lookupUpstreamValidation checks spec.validation of an ExtensionService in
@@ -133,7 +117,7 @@ func (b *Builder) lookupUpstreamValidation(v *source.UpstreamValidation, namespa
 		if errors.Is(err, errNotDelegated) {
 			return upstreamValidation{}, err
 		}
-		return upstreamValidation{}, fmt.Errorf("invalid CA Secret %q: %w", caName.String(), err)
+		return upstreamValidation{}, fmt.Errorf("invalid CA Secret %s: %w", source.Quote(caName.String()), err)
 	}
 
 	if v.SubjectName == "" {
@@ -142,24 +126,24 @@ func (b *Builder) lookupUpstreamValidation(v *source.UpstreamValidation, namespa
 	// Contour leaves UTF-8 to the API server; here invalid UTF-8 would make
 	// a Cluster (and a status message) that protobuf cannot encode.
 	if !utf8.ValidString(v.SubjectName) {
-		return upstreamValidation{}, fmt.Errorf("subject name %q is not valid UTF-8", v.SubjectName)
+		return upstreamValidation{}, fmt.Errorf("subject name %s is not valid UTF-8", source.Quote(v.SubjectName))
 	}
 	for _, n := range v.SubjectNames {
 		if !utf8.ValidString(n) {
-			return upstreamValidation{}, fmt.Errorf("subject name %q is not valid UTF-8", n)
+			return upstreamValidation{}, fmt.Errorf("subject name %s is not valid UTF-8", source.Quote(n))
 		}
 	}
 	names := v.SubjectNames
 	if len(names) == 0 {
 		names = []string{v.SubjectName}
 	} else if names[0] != v.SubjectName {
-		return upstreamValidation{}, fmt.Errorf("first entry of SubjectNames (%s) does not match SubjectName (%s)", names[0], v.SubjectName)
+		return upstreamValidation{}, fmt.Errorf("first entry of SubjectNames (%s) does not match SubjectName (%s)", source.Truncate(names[0]), source.Truncate(v.SubjectName))
 	}
 	// Contour leaves the SNI limit to Envoy, which would refuse the Cluster.
 	if len(names[0]) > maxSNIBytes {
-		return upstreamValidation{}, fmt.Errorf("subject name %q is %d bytes long, but as the SNI it must be at most %d bytes", names[0], len(names[0]), maxSNIBytes)
+		return upstreamValidation{}, fmt.Errorf("subject name %s is %d bytes long, but as the SNI it must be at most %d bytes", source.Quote(names[0]), len(names[0]), maxSNIBytes)
 	}
-	return upstreamValidation{caCertificate: ca, subjectNames: names}, nil
+	return upstreamValidation{caCertificate: ca.pem, subjectNames: names, caSkipped: ca.skipped}, nil
 }
 
 // CASecretName reads spec.validation.caSecret: "name" or "namespace/name";
@@ -175,26 +159,21 @@ func CASecretName(ref, namespace string) source.NamespacedName {
 	return source.NamespacedName{Namespace: ns, Name: name}
 }
 
-// lookupCASecret returns the checked ca.crt of the named Secret for use by
-// an object in namespace.
-func (b *Builder) lookupCASecret(name source.NamespacedName, namespace string) ([]byte, error) {
+// lookupCASecret returns the checked CA bundle of the named Secret for use
+// by an object in namespace.
+func (b *Builder) lookupCASecret(name source.NamespacedName, namespace string) (*caBundle, error) {
 	if !b.delegationPermitted(name, namespace) {
 		return nil, errNotDelegated
 	}
-	secret := b.index.Secret(name)
-	if secret == nil {
+	entry := b.index.secretEntry(name)
+	if entry == nil {
 		return nil, errSecretNotFound
 	}
-	if secret.Type != secretTypeTLS && secret.Type != secretTypeOpaque {
-		return nil, fmt.Errorf("secret type is not %q or %q", secretTypeTLS, secretTypeOpaque)
+	ca := entry.caBundle()
+	if ca.err != nil {
+		return nil, ca.err
 	}
-	if len(secret.CACrt) == 0 {
-		return nil, errors.New(`empty "ca.crt" key`)
-	}
-	if err := checkCABundle(secret.CACrt); err != nil {
-		return nil, fmt.Errorf("invalid CA certificate bundle: %w", err)
-	}
-	return secret.CACrt, nil
+	return ca, nil
 }
 
 // delegationPermitted reports whether an object in namespace may use the
@@ -228,66 +207,98 @@ func delegatesTo(targets []string, namespace string) bool {
 	return false
 }
 
-// checkCABundle accepts PEM data holding at least one certificate and only
-// certificates, each of which must parse as X.509. Contour checks only the
-// PEM block types; parsing as well keeps a bundle Envoy would refuse out of
-// the Cluster.
-func checkCABundle(data []byte) error {
-	return eachPEMCertificate(data, func(*x509.Certificate, int) error { return nil })
-}
-
-// checkServingBundle accepts what checkCABundle accepts, provided the first
-// certificate has a common name or a DNS or IP subject alternative name.
+// checkServingBundle accepts PEM data holding at least one certificate and
+// only certificates, each of which must parse as X.509, provided the first
+// has a common name or a DNS or IP subject alternative name.
 func checkServingBundle(data []byte) error {
-	return eachPEMCertificate(data, func(c *x509.Certificate, i int) error {
-		if i == 0 && strings.TrimSpace(c.Subject.CommonName) == "" && len(c.DNSNames) == 0 && len(c.IPAddresses) == 0 {
-			return errors.New("certificate has no common name or subject alt name")
-		}
-		return nil
-	})
-}
-
-// eachPEMCertificate parses the PEM blocks of data in order, calling check
-// on each certificate with its position. Like OpenSSL (and so Envoy) and
-// Contour, it ignores text around the blocks; a BEGIN line that does not
-// decode is an error.
-func eachPEMCertificate(data []byte, check func(*x509.Certificate, int) error) error {
 	n := 0
-	for hasPEMBeginLine(data) {
-		var block *pem.Block
-		block, data = pem.Decode(data)
-		if block == nil {
-			return errors.New("failed to parse PEM block")
+	err := eachPEMBlock(data, func(block *pem.Block, problem error) error {
+		if problem != nil {
+			return problem
 		}
-		if block.Type != "CERTIFICATE" {
-			// The type comes from Secret bytes, which need not be UTF-8;
-			// a status message must be.
-			return fmt.Errorf("unexpected block type '%s'", strings.ToValidUTF8(block.Type, "\uFFFD"))
-		}
-		cert, err := x509.ParseCertificate(block.Bytes)
+		c, err := x509.ParseCertificate(block.Bytes)
 		if err != nil {
 			return err
 		}
-		if err := check(cert, n); err != nil {
-			return err
+		if n == 0 && strings.TrimSpace(c.Subject.CommonName) == "" && len(c.DNSNames) == 0 && len(c.IPAddresses) == 0 {
+			return errors.New("certificate has no common name or subject alt name")
 		}
 		n++
+		return nil
+	})
+	if err == nil && n == 0 {
+		return errFailedToLocateCertificate
 	}
-	if n == 0 {
-		return errors.New("failed to locate certificate")
-	}
-	return nil
+	return err
 }
 
-// hasPEMBeginLine reports whether data still holds something that looks
-// like a PEM BEGIN line: "-----BEGIN" and a closing "-----" on one line.
-func hasPEMBeginLine(data []byte) bool {
-	const begin = "-----BEGIN"
-	i := bytes.Index(data, []byte(begin))
-	if i < 0 {
-		return false
+// errFailedToParsePEM is the problem of a block whose BEGIN line is not
+// followed by a block that decodes.
+var errFailedToParsePEM = errors.New("failed to parse PEM block")
+
+// eachPEMBlock calls visit on the PEM blocks of data in order, stopping at
+// the first error visit returns. A block visit is given with a problem
+// either did not decode (block is nil) or is not a CERTIFICATE. Like
+// OpenSSL (and so Envoy) and Contour, it ignores text around the blocks.
+func eachPEMBlock(data []byte, visit func(block *pem.Block, problem error) error) error {
+	for {
+		at := pemBeginLine(data)
+		if at < 0 {
+			return nil
+		}
+		data = data[at:]
+		block, rest := pem.Decode(data)
+		// pem.Decode passes over blocks that do not decode to return the
+		// next one that does, or nil (and all of data) when none does:
+		// every BEGIN line it passed over is a broken block.
+		broken := countPEMBeginLines(data)
+		if block != nil {
+			broken = countPEMBeginLines(data[:len(data)-len(rest)]) - 1
+		}
+		for range broken {
+			if err := visit(nil, errFailedToParsePEM); err != nil {
+				return err
+			}
+		}
+		if block == nil {
+			return nil
+		}
+		var problem error
+		if block.Type != "CERTIFICATE" {
+			// The type comes from Secret bytes, which need not be UTF-8;
+			// a status message must be.
+			problem = fmt.Errorf("unexpected block type '%s'", source.Prefix(strings.ToValidUTF8(block.Type, "\uFFFD"), source.MaxQuotedBytes))
+		}
+		if err := visit(block, problem); err != nil {
+			return err
+		}
+		data = rest
 	}
-	rest := data[i+len(begin):]
+}
+
+// countPEMBeginLines counts the BEGIN lines of data (see pemBeginLine).
+func countPEMBeginLines(data []byte) int {
+	n := 0
+	for at := pemBeginLine(data); at >= 0; at = pemBeginLine(data) {
+		n++
+		data = data[at+len(pemBegin):]
+	}
+	return n
+}
+
+const pemBegin = "-----BEGIN"
+
+// pemBeginLine is the index in data of the first thing that looks like a
+// PEM BEGIN line, "-----BEGIN" and a closing "-----" on one line, or -1.
+func pemBeginLine(data []byte) int {
+	i := bytes.Index(data, []byte(pemBegin))
+	if i < 0 {
+		return -1
+	}
+	rest := data[i+len(pemBegin):]
 	j := bytes.Index(rest, []byte("-----"))
-	return j >= 0 && bytes.IndexByte(rest[:j], '\n') < 0
+	if j < 0 || bytes.IndexByte(rest[:j], '\n') >= 0 {
+		return -1
+	}
+	return i
 }
