@@ -118,12 +118,13 @@ func (rawCodec) Name() string { return "proto" }
 // and a few seconds.
 func deadlineAndShutdown(t *testing.T) {
 	r := report(t)
-	// The output of the full scale's calls is larger than the default send
-	// limit: without a deadline they would be translated, not refused.
-	srv := startServer(t, r, ballastBytes, append(sized([]string(nil), []string{"--max-message-size", "256MiB"}),
-		"--shutdown-timeout", shutdownTimeout.String())...)
-	deadline := sized(250*time.Millisecond, time.Second)
-	fanOut := sized([3]int{100, 20, 400}, [3]int{400, 40, 400})
+	srv := startServer(t, r, ballastBytes, "--shutdown-timeout", shutdownTimeout.String())
+	// The calls' output stays under the send limit (64 MiB at most), so
+	// that without a deadline they would be translated, not refused; the
+	// deadline is a fraction of what four of them take together on two
+	// cores.
+	deadline := sized(250*time.Millisecond, 500*time.Millisecond)
+	fanOut := sized([3]int{100, 20, 400}, [3]int{150, 20, 400})
 	req := encode(t, fanOutRequest(fanOut[0], fanOut[1], fanOut[2]))
 	r.sent = fmt.Sprintf("4 concurrent Translate calls with a %v deadline (%s each, %d ExtensionServices of %d×%d endpoints), then 4 more and SIGTERM",
 		deadline, kilobytes(len(req)), fanOut[0], fanOut[1], fanOut[2])

@@ -78,12 +78,18 @@ func checkLegitAnswer(t *testing.T, resp *tributaryv1.TranslateResponse) {
 	}
 }
 
-// ballastRequest is the legitimate request plus an Opaque Secret of n bytes
-// that nothing references: translating it costs next to nothing, decoding
-// it allocates n bytes.
+// ballastRequest is the legitimate request plus Opaque Secrets of n bytes
+// in all that nothing references: translating them costs next to nothing,
+// decoding them allocates n bytes. Each holds at most half of the 1 MiB
+// Kubernetes allows a Secret.
 func ballastRequest(n int) *tributaryv1.TranslateRequest {
+	const most = 512 << 10
 	req := legitRequest()
-	req.Objects = append(req.Objects, secret(legitNamespace, "ballast", "Opaque", bytes.Repeat([]byte{'b'}, n), nil))
+	for i := 0; n > 0; i++ {
+		k := min(n, most)
+		req.Objects = append(req.Objects, secret(legitNamespace, fmt.Sprintf("ballast-%02d", i), "Opaque", bytes.Repeat([]byte{'b'}, k), nil))
+		n -= k
+	}
 	return req
 }
 
