@@ -44,6 +44,9 @@ const ReasonResourceExhausted = "RESOURCE_EXHAUSTED"
 type syncLimits struct {
 	maxBatchObjects int
 	maxSessionBytes int64
+	// maxSendBytes bounds one answer (Options.MaxSendMsgSize): a Translate
+	// response, or a Sync session's whole output (see output).
+	maxSendBytes int
 	// sessions counts the server's open sessions; nil counts nothing.
 	sessions *sessionSlots
 }
@@ -52,6 +55,7 @@ func newSyncLimits(opts Options) syncLimits {
 	return syncLimits{
 		maxBatchObjects: opts.MaxBatchObjects,
 		maxSessionBytes: opts.MaxSessionBytes,
+		maxSendBytes:    opts.MaxSendMsgSize,
 		sessions:        &sessionSlots{max: int64(orDefault(opts.MaxSessions, DefaultMaxSessions))},
 	}
 }

@@ -146,7 +146,9 @@ func TestMaxSessionBytes(t *testing.T) {
 			t.Fatalf("batch %d: %v", pb.GetId(), p.violations)
 		}
 		n := mirror.SizeChange(b)
-		mirror.Apply(b)
+		if _, err := mirror.Apply(t.Context(), b, syncLimits{}.output(false)); err != nil {
+			t.Fatalf("batch %d: %v", pb.GetId(), err)
+		}
 		return n
 	}
 	held := sizeOf(first)

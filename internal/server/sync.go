@@ -183,7 +183,7 @@ func (s *syncCall) run(ctx context.Context) error {
 		select {
 		case m := <-messages:
 			s.in.asked = false
-			s.handle(m)
+			s.handle(ctx, m)
 		case r := <-s.out.doneOrNil():
 			if err := s.sent(r); err != nil {
 				return s.endWith(ctx, err)

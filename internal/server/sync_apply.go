@@ -1,6 +1,7 @@
 package server
 
 import (
+	"context"
 	"errors"
 	"io"
 	"time"
@@ -9,11 +10,12 @@ import (
 	"google.golang.org/grpc/status"
 
 	tributaryv1 "github.com/tributary-dev/tributary/gen/go/tributary/v1"
+	"github.com/tributary-dev/tributary/internal/translate"
 )
 
 // handle acts on what the receiver got: a batch is applied (or rejected);
-// anything else ends the session's input.
-func (s *syncCall) handle(m received) {
+// anything else ends the session's input. ctx is the call's.
+func (s *syncCall) handle(ctx context.Context, m received) {
 	m.panicAgain()
 	switch {
 	case errors.Is(m.err, io.EOF):
@@ -24,7 +26,7 @@ func (s *syncCall) handle(m received) {
 	default:
 		switch msg := m.req.GetMessage().(type) {
 		case *tributaryv1.SyncRequest_Batch:
-			s.apply(msg.Batch)
+			s.apply(ctx, msg.Batch)
 		case *tributaryv1.SyncRequest_Start:
 			s.stopReceiving(status.Error(codes.FailedPrecondition, "a Sync stream takes one start (SyncStart), as its first message; open a new stream for other settings"))
 		default:
@@ -48,24 +50,43 @@ func (s *syncCall) noteRefusal(err error) {
 }
 
 // apply applies one batch, publishes its delta and puts it into the
-// outbox, or, when the batch is malformed, keeps its rejection for the
-// sender.
-func (s *syncCall) apply(pb *tributaryv1.SyncBatch) {
+// outbox, or, when the batch is malformed or would make the session's
+// output too large for one answer, keeps its rejection for the sender. A
+// batch is applied whole or not at all: when ctx ends during the apply,
+// the session is left as it was and the call ends with ctx's code.
+func (s *syncCall) apply(ctx context.Context, pb *tributaryv1.SyncBatch) {
 	var p problems
 	b := s.decodeWithinLimits(pb, &p)
 	if p.count > 0 {
-		s.rejection = rejection(pb.GetId(), &p)
-		s.observer.rejected(pb.GetId(), &p)
+		s.reject(pb.GetId(), &p)
 		return
 	}
 	began := time.Now()
-	d := s.session.Apply(b)
+	d, err := s.session.Apply(ctx, b, s.budget.limits.output(s.includeJSON))
+	if err != nil {
+		// Nothing changed: the session gives back what decodeWithinLimits
+		// counted as held.
+		s.budget.held -= s.session.SizeChange(b)
+		if tooLarge, ok := errors.AsType[*translate.TooLargeError](err); ok {
+			p.add("batch", ReasonResourceExhausted, tooLarge.Describe("with this batch, the session's output"))
+			s.reject(pb.GetId(), &p)
+			return
+		}
+		s.stopReceiving(status.FromContextError(err).Err())
+		return
+	}
 	s.observer.applied(s.session, time.Since(began))
 	// Published before the delta is sent, so xDS clients get a change no
 	// later than the Sync client.
 	s.publish(&d)
 	s.outbox.Put(pb.GetId(), d)
 	s.unanswered++
+}
+
+// reject keeps the rejection of batch id, for problems p, for the sender.
+func (s *syncCall) reject(id uint64, p *problems) {
+	s.rejection = rejection(id, p)
+	s.observer.rejected(id, p)
 }
 
 // rejection is the BatchRejected for batch batchID with problems p: the

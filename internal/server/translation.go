@@ -2,10 +2,12 @@ package server
 
 import (
 	"context"
+	"errors"
 	"log/slog"
 	"time"
 
 	resourcev3 "github.com/envoyproxy/go-control-plane/pkg/resource/v3"
+	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/types/known/anypb"
 
@@ -43,8 +45,13 @@ func NewTranslationService() tributaryv1.TranslationServiceServer {
 // A malformed request fails with InvalidArgument (see decodeRequest); an
 // ExtensionService that is well formed but invalid is reported in its status.
 // With include_json, every resource also carries its protojson form.
-// A cancelled or expired ctx stops the call before the translation starts;
-// once started, a translation runs to completion.
+//
+// A response that could exceed the send limit (Options.MaxSendMsgSize) fails
+// with ResourceExhausted before anything is built, naming what makes it
+// large (see translate.Estimator). A cancelled call or a passed deadline
+// stops the translation within about one ExtensionService per CPU, and the
+// call ends with Canceled or DeadlineExceeded: the code the client got,
+// which the call log and metrics then carry too.
 func (t translationService) Translate(ctx context.Context, req *tributaryv1.TranslateRequest) (*tributaryv1.TranslateResponse, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, status.FromContextError(err).Err()
@@ -57,7 +64,11 @@ func (t translationService) Translate(ctx context.Context, req *tributaryv1.Tran
 		return nil, status.FromContextError(err).Err()
 	}
 	began := time.Now()
-	resp := encodeResult(translate.Translate(objs, settings))
+	res, err := translate.Bounded(ctx, objs, settings, t.limits.output(req.GetIncludeJson()))
+	if err != nil {
+		return nil, translationError(err)
+	}
+	resp := encodeResult(res)
 	t.metrics.ObserveTranslation(metrics.RPCTranslate, time.Since(began))
 	if req.GetIncludeJson() {
 		if err := addJSON(resp.GetClusters(), resp.GetClusterLoadAssignments()); err != nil {
@@ -66,6 +77,21 @@ func (t translationService) Translate(ctx context.Context, req *tributaryv1.Tran
 	}
 	countSent(t.metrics, metrics.RPCTranslate, resp.GetClusters(), resp.GetClusterLoadAssignments())
 	return resp, nil
+}
+
+// output is the bound of one answer's output under l: the send limit, with
+// JSON counted when the client asked for it.
+func (l syncLimits) output(json bool) translate.Limits {
+	return translate.Limits{MaxOutputBytes: int64(orDefault(l.maxSendBytes, DefaultMaxMsgSize)), JSON: json}
+}
+
+// translationError is the status of a translation that failed: a context's
+// error becomes its code; an output over the limit ResourceExhausted.
+func translationError(err error) error {
+	if tooLarge, ok := errors.AsType[*translate.TooLargeError](err); ok {
+		return status.Error(codes.ResourceExhausted, tooLarge.Describe("the response"))
+	}
+	return status.FromContextError(err).Err()
 }
 
 // encodeResult converts a Result into a response. The resources' bytes are

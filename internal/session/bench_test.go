@@ -24,7 +24,7 @@ func loadedSession(tb testing.TB, n, m int) (*session.Session, *source.Objects) 
 	tb.Helper()
 	objs := workload.Standard(n, m)
 	s := session.New(source.Settings{})
-	d := s.Apply(&session.Batch{Upserts: *objs})
+	d := mustApply(tb, s, &session.Batch{Upserts: *objs})
 	if len(d.ClusterLoadAssignments) != n {
 		tb.Fatalf("loading gave %d CLAs, want %d", len(d.ClusterLoadAssignments), n)
 	}
@@ -75,23 +75,23 @@ func BenchmarkApplyOneEndpoint(b *testing.B) {
 		cpu.report(b)
 	}
 	b.Run("apply", func(b *testing.B) {
-		timed(b, func() translate.Changes { return s.Apply(&session.Batch{Upserts: variants[i&1]}) })
+		timed(b, func() translate.Changes { return mustApply(b, s, &session.Batch{Upserts: variants[i&1]}) })
 	})
 	b.Run("apply-first", func(b *testing.B) {
 		firstVariants := variants
 		firstVariants[0] = source.Objects{EndpointSlices: []source.EndpointSlice{grownFirst}}
-		timed(b, func() translate.Changes { return s.Apply(&session.Batch{Upserts: firstVariants[i&1]}) })
+		timed(b, func() translate.Changes { return mustApply(b, s, &session.Batch{Upserts: firstVariants[i&1]}) })
 	})
 	b.Run("apply+outbox", func(b *testing.B) {
 		// The reader starts with the CLA the loop changes.
 		o := session.NewOutbox()
-		o.Put(0, s.Apply(&session.Batch{Upserts: variants[i&1]}))
+		o.Put(0, mustApply(b, s, &session.Batch{Upserts: variants[i&1]}))
 		i++
 		if _, _, ok := o.Take(); !ok {
 			b.Fatal("nothing to take")
 		}
 		timed(b, func() translate.Changes {
-			o.Put(uint64(i), s.Apply(&session.Batch{Upserts: variants[i&1]}))
+			o.Put(uint64(i), mustApply(b, s, &session.Batch{Upserts: variants[i&1]}))
 			_, d, ok := o.Take()
 			if !ok {
 				b.Fatal("nothing to take")
@@ -139,7 +139,7 @@ func BenchmarkSessionMemory(b *testing.B) {
 
 		s := session.New(source.Settings{})
 		o := session.NewOutbox()
-		o.Put(1, s.Apply(&session.Batch{Upserts: *objs}))
+		o.Put(1, mustApply(b, s, &session.Batch{Upserts: *objs}))
 		// objs is dead from here on: only the session's copies remain.
 		if _, _, ok := o.Take(); !ok {
 			b.Fatal("nothing to take")

@@ -1,6 +1,7 @@
 package session_test
 
 import (
+	"context"
 	"slices"
 	"strings"
 	"testing"
@@ -111,7 +112,7 @@ func (h *harness) apply(b session.Batch) (translate.Changes, []source.Namespaced
 	h.t.Helper()
 	h.rebuilt = nil
 	h.objects.apply(&b)
-	d := h.session.Apply(&b)
+	d := mustApply(h.t, h.session, &b)
 	return d, h.rebuilt, translate.Translate(h.objects.objects(), h.settings)
 }
 
@@ -222,4 +223,20 @@ func loaded(t *testing.T, settings source.Settings, extra source.Objects) *harne
 		}
 	}
 	return h
+}
+
+// defaultLimits bound the output as the server does by default (its
+// 64 MiB send limit), so that tests and benchmarks take the path the
+// server takes.
+var defaultLimits = translate.Limits{MaxOutputBytes: 64 << 20}
+
+// mustApply applies b to s under defaultLimits, which no test batch comes
+// near, and fails tb if that fails.
+func mustApply(tb testing.TB, s *session.Session, b *session.Batch) translate.Changes {
+	tb.Helper()
+	d, err := s.Apply(context.Background(), b, defaultLimits)
+	if err != nil {
+		tb.Fatalf("Apply: %v", err)
+	}
+	return d
 }

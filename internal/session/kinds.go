@@ -101,6 +101,8 @@ type kindOps interface {
 	heldSize(s *Session, name source.NamespacedName) int64
 	// objectsSize is the size of the kind's objects of objs.
 	objectsSize(objs source.Objects) int64
+	// revert takes back u, a change upsert or delete made (see rollback).
+	revert(s *Session, u undo)
 }
 
 // object is what every kind's source type is, through its pointer: an
@@ -138,6 +140,9 @@ func (k *kindOf[T, P]) upsert(s *Session, objs source.Objects) {
 		old := k.held(s, obj.NamespacedName())
 		if old == nil {
 			s.counts[k.kind]++
+			s.undo = append(s.undo, undo{kind: k.kind, obj: obj})
+		} else {
+			s.undo = append(s.undo, undo{kind: k.kind, obj: obj, old: old})
 		}
 		k.put(s, obj, old)
 	}
@@ -149,7 +154,21 @@ func (k *kindOf[T, P]) delete(s *Session, name source.NamespacedName) {
 		return
 	}
 	s.counts[k.kind]--
+	s.undo = append(s.undo, undo{kind: k.kind, old: old})
 	k.remove(s, old)
+}
+
+func (k *kindOf[T, P]) revert(s *Session, u undo) {
+	switch {
+	case u.obj == nil: // deleted
+		s.counts[k.kind]++
+		k.put(s, u.old.(P), nil)
+	case u.old == nil: // new
+		s.counts[k.kind]--
+		k.remove(s, u.obj.(P))
+	default:
+		k.put(s, u.old.(P), u.obj.(P))
+	}
 }
 
 func (k *kindOf[T, P]) sizeChange(s *Session, objs source.Objects) int64 {

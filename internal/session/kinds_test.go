@@ -20,7 +20,7 @@ func TestObjectsCountsEveryKind(t *testing.T) {
 		for i := range 40 {
 			b := generatedBatch(g)
 			objects.apply(&b)
-			sess.Apply(&b)
+			mustApply(t, sess, &b)
 			want := map[source.Kind]int{
 				source.KindExtensionService:         len(objects.extensionServices),
 				source.KindService:                  len(objects.services),

@@ -2,16 +2,21 @@ package session_test
 
 import (
 	"bytes"
+	"context"
+	"errors"
 	mathrand "math/rand/v2"
+	"sync/atomic"
 	"testing"
 
 	"github.com/tributary-dev/tributary/internal/objectgen"
 	"github.com/tributary-dev/tributary/internal/session"
+	"github.com/tributary-dev/tributary/internal/source"
 	"github.com/tributary-dev/tributary/internal/translate"
 )
 
 // checkRun applies generated batches to a session until the choices run out
-// (at most maxBatches) and checks, after every batch, that:
+// (at most maxBatches), each after attempts that must fail and change
+// nothing (see failingAttempts), and checks, after every batch, that:
 //   - the delta is minimal and well formed against what came before (see
 //     output.apply);
 //   - the output accumulated from every delta equals a fresh Translate of
@@ -55,7 +60,10 @@ func checkRun(t *testing.T, g *objectgen.Generator, maxBatches int) {
 			batch = generatedBatch(g)
 		}
 		objects.apply(&batch)
-		d := sess.Apply(&batch)
+		d, applied := failingAttempts(t, sess, &batch)
+		if !applied {
+			d = mustApply(t, sess, &batch)
+		}
 		for _, p := range fromDeltas.apply(&d) {
 			t.Errorf("batch %d: %s", id, p)
 		}
@@ -131,4 +139,72 @@ func FuzzSessionMatchesTranslate(f *testing.F) {
 	f.Fuzz(func(t *testing.T, data []byte) {
 		checkRun(t, newGenerator(objectgen.FromBytes(data)), 64)
 	})
+}
+
+// failingAttempts applies b to s in ways that must fail and leave s as it
+// was: with a context cancelled before, with one cancelled once the first
+// ExtensionService is built, and under a 1-byte output limit. An attempt
+// succeeds only when there is nothing to stop (b rebuilds nothing, or s's
+// output is empty); b is then applied, and its Changes are returned.
+func failingAttempts(t *testing.T, s *session.Session, b *session.Batch) (translate.Changes, bool) {
+	t.Helper()
+	cancelled, cancel := context.WithCancel(t.Context())
+	cancel()
+	for _, attempt := range []struct {
+		name   string
+		ctx    context.Context
+		limits translate.Limits
+	}{
+		{"cancelled", cancelled, defaultLimits},
+		{"cancelled while building", newCancelAfter(t, 2), defaultLimits},
+		{"over the output limit", t.Context(), translate.Limits{MaxOutputBytes: 1}},
+	} {
+		size := s.SizeChange(b)
+		counts := objectCounts(s)
+		d, err := s.Apply(attempt.ctx, b, attempt.limits)
+		if err == nil {
+			return d, true
+		}
+		if _, tooLarge := errors.AsType[*translate.TooLargeError](err); !tooLarge && !errors.Is(err, context.Canceled) {
+			t.Fatalf("%s: %v", attempt.name, err)
+		}
+		if !d.Empty() {
+			t.Fatalf("%s: failed with %v, yet gave changes %+v", attempt.name, err, d)
+		}
+		if got := s.SizeChange(b); got != size {
+			t.Fatalf("%s: the batch's SizeChange went from %d to %d: the session changed", attempt.name, size, got)
+		}
+		if got := objectCounts(s); got != counts {
+			t.Fatalf("%s: object counts went from %v to %v", attempt.name, counts, got)
+		}
+	}
+	return translate.Changes{}, false
+}
+
+func objectCounts(s *session.Session) (counts [source.KindEnd]int) {
+	for k := range source.Kinds() {
+		counts[k] = s.Objects(k)
+	}
+	return counts
+}
+
+// cancelAfter is a context that cancels itself at its n-th look, so a test
+// can end an Apply in the middle of its rebuilds, deterministically.
+type cancelAfter struct {
+	context.Context
+	cancel context.CancelFunc
+	looks  atomic.Int64
+	n      int64
+}
+
+func newCancelAfter(t *testing.T, n int64) *cancelAfter {
+	ctx, cancel := context.WithCancel(t.Context())
+	return &cancelAfter{Context: ctx, cancel: cancel, n: n}
+}
+
+func (c *cancelAfter) Err() error {
+	if c.looks.Add(1) == c.n {
+		c.cancel()
+	}
+	return c.Context.Err()
 }

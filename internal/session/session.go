@@ -18,6 +18,7 @@
 package session
 
 import (
+	"context"
 	"slices"
 
 	"github.com/tributary-dev/tributary/internal/model"
@@ -62,11 +63,18 @@ type Session struct {
 	// counts holds the number of objects held, by kind.
 	counts [source.KindEnd]int
 
+	// estimator bounds the output of each ExtensionService (see
+	// checkOutput); output is the sum of the extensions' estimates.
+	estimator *translate.Estimator
+	output    int64
+
 	// Scratch reused from one Apply to the next.
 	dirty    map[*extension]change
 	order    []*extension
 	rebuild  []*extension // the ExtensionServices of rebuilds, in order
 	rebuilds []translate.Rebuild
+	// undo lists what the current Apply changed, to take back (rollback).
+	undo []undo
 
 	// observeRebuild, when set (by tests), is told which ExtensionServices
 	// each Apply rebuilt or removed, in order.
@@ -87,6 +95,9 @@ type extension struct {
 	// invalid (it has no resources then).
 	clusterVersion, claVersion string
 	status                     model.Status
+	// estimate bounds the output of object as the session holds it; next
+	// is the estimate of the object the current Apply gives it.
+	estimate, next translate.Estimate
 }
 
 // New returns an empty session translating under settings (parsed and
@@ -97,6 +108,7 @@ func New(settings source.Settings) *Session {
 		settings:              settings,
 		index:                 idx,
 		translator:            translate.NewIncremental(idx, settings),
+		estimator:             translate.NewEstimator(idx, settings),
 		extensions:            map[source.NamespacedName]*extension{},
 		byTarget:              dependents[source.NamespacedName]{},
 		byCASecret:            dependents[source.NamespacedName]{},
@@ -115,6 +127,14 @@ func New(settings source.Settings) *Session {
 // Changes of every Apply in order to an empty output gives exactly what
 // translate.Translate gives for the session's current objects.
 //
+// Apply is all or nothing. It fails, and the session is as it was before,
+//   - with a *translate.TooLargeError when the session's whole output (what
+//     a full-state answer holds, bounded as translate.Bounded
+//     bounds a Translate's) could exceed limits, which it finds before
+//     building anything: so every answer of the session, merged deltas
+//     included, fits in limits.MaxOutputBytes;
+//   - with ctx.Err() once ctx is done, soon after (see Incremental.Rebuild).
+//
 // Apply keeps a shallow copy of every upserted object: the top-level struct
 // is copied (so the session never pins the batch's slices of objects), but
 // the slices, maps and pointers inside it (endpoints, labels, certificates,
@@ -122,14 +142,97 @@ func New(settings source.Settings) *Session {
 // afterwards; the server decodes every request into fresh objects, so this
 // costs it nothing and saves copying megabytes of endpoints per batch.
 // Deleting an object the session does not hold changes nothing.
-func (s *Session) Apply(b *Batch) translate.Changes {
+func (s *Session) Apply(ctx context.Context, b *Batch, limits translate.Limits) (translate.Changes, error) {
 	for _, k := range kindTable[source.KindExtensionService:] {
 		k.upsert(s, b.Upserts)
 	}
 	for _, ref := range b.Deletes {
 		kindTable[ref.Kind].delete(s, ref.Name)
 	}
-	return s.rebuildDirty()
+	s.takeDirty()
+	output, err := s.checkOutput(limits)
+	if err != nil {
+		s.rollback()
+		return translate.Changes{}, err
+	}
+	d, err := s.rebuildDirty(ctx)
+	if err != nil {
+		s.rollback()
+		return translate.Changes{}, err
+	}
+	s.output = output
+	for _, e := range s.order {
+		e.estimate = e.next
+	}
+	s.releaseScratch()
+	return d, nil
+}
+
+// checkOutput estimates the output of the ExtensionServices in s.order
+// (their next), and returns the session's output once they have it, or an
+// error when that could exceed limits.
+func (s *Session) checkOutput(limits translate.Limits) (int64, error) {
+	s.estimator.Forget()
+	output := s.output
+	for _, e := range s.order {
+		e.next = translate.Estimate{}
+		if e.object != nil {
+			e.next = s.estimator.Estimate(e.object)
+		}
+		output += e.next.Bytes - e.estimate.Bytes
+	}
+	err := limits.Check(output, func() string {
+		var t translate.Tally
+		for _, e := range s.extensions {
+			// Those of s.order are all dirty; the others' next is stale.
+			if _, dirty := slices.BinarySearchFunc(s.order, e.name, byName); dirty {
+				t.Add(e.name, &e.next)
+			} else {
+				t.Add(e.name, &e.estimate)
+			}
+		}
+		return t.Cause(s.settings)
+	})
+	return output, err
+}
+
+func byName(e *extension, name source.NamespacedName) int { return e.name.Compare(name) }
+
+// undo is one change of the current Apply: the object of kind put in place
+// of old (nil when it is new), or old deleted (obj nil).
+type undo struct {
+	kind     source.Kind
+	obj, old any
+}
+
+// rollback takes back every change of the current Apply, which has not
+// updated any extension's output yet: the session is then as it was
+// before the Apply.
+func (s *Session) rollback() {
+	// An ExtensionService deleted is reachable from s.order alone, and gets
+	// its extension back, with the output it last reported.
+	deleted := map[source.NamespacedName]*extension{}
+	for _, e := range s.order {
+		if e.object == nil {
+			deleted[e.name] = e
+		}
+	}
+	for i := len(s.undo) - 1; i >= 0; i-- {
+		u := s.undo[i]
+		if u.kind == source.KindExtensionService && u.obj == nil {
+			old := u.old.(*source.ExtensionService)
+			e := deleted[old.NamespacedName()]
+			s.extensions[e.name] = e
+			e.object = old
+			s.link(e)
+			s.counts[source.KindExtensionService]++
+			continue
+		}
+		kindTable[u.kind].revert(s, u)
+	}
+	// Reverting marked what it touched, all of it dirty already.
+	clear(s.dirty)
+	s.releaseScratch()
 }
 
 func (s *Session) putExtensionService(es *source.ExtensionService) {
@@ -238,14 +341,10 @@ func (s *Session) deleteExtensionService(old *source.ExtensionService) {
 // smallScratch is the size up to which scratch is kept for the next Apply.
 const smallScratch = 64
 
-// rebuildDirty rebuilds the marked ExtensionServices, in name order so the
-// work (and any parallel split of it) is the same whatever order the batch
-// listed things in, and returns how their output changed.
-func (s *Session) rebuildDirty() translate.Changes {
-	var d translate.Changes
-	if len(s.dirty) == 0 {
-		return d
-	}
+// takeDirty moves the marked ExtensionServices into s.order, in name
+// order so the work (and any parallel split of it) is the same whatever
+// order the batch listed things in, noting in each why it is rebuilt.
+func (s *Session) takeDirty() {
 	s.order = s.order[:0]
 	for e, c := range s.dirty {
 		e.change = c
@@ -261,7 +360,16 @@ func (s *Session) rebuildDirty() translate.Changes {
 	if len(s.order) > 1 {
 		slices.SortFunc(s.order, func(a, b *extension) int { return a.name.Compare(b.name) })
 	}
+}
 
+// rebuildDirty rebuilds the ExtensionServices of s.order and returns how
+// their output changed. When ctx ends first, it returns ctx.Err() and has
+// changed no extension.
+func (s *Session) rebuildDirty(ctx context.Context) (translate.Changes, error) {
+	var d translate.Changes
+	if len(s.order) == 0 {
+		return d, nil
+	}
 	if s.observeRebuild != nil {
 		names := make([]source.NamespacedName, len(s.order))
 		for i, e := range s.order {
@@ -273,7 +381,6 @@ func (s *Session) rebuildDirty() translate.Changes {
 	s.rebuild, s.rebuilds = s.rebuild[:0], s.rebuilds[:0]
 	for _, e := range s.order {
 		if e.object == nil {
-			removeAll(&d, e)
 			continue
 		}
 		r := translate.Rebuild{ExtensionService: e.object}
@@ -284,16 +391,30 @@ func (s *Session) rebuildDirty() translate.Changes {
 		s.rebuild = append(s.rebuild, e)
 		s.rebuilds = append(s.rebuilds, r)
 	}
-	s.translator.Rebuild(s.rebuilds, func(i int, o *translate.Outcome) { update(&d, s.rebuild[i], o) })
-	// Keep no objects alive from scratch.
+	if err := s.translator.Rebuild(ctx, s.rebuilds, func(i int, o *translate.Outcome) { update(&d, s.rebuild[i], o) }); err != nil {
+		return translate.Changes{}, err
+	}
+	for _, e := range s.order {
+		if e.object == nil {
+			removeAll(&d, e)
+		}
+	}
+	d.Sort()
+	return d, nil
+}
+
+// releaseScratch lets go of the objects the current Apply's scratch
+// holds, and of the scratch itself after a large batch.
+func (s *Session) releaseScratch() {
 	clear(s.rebuild)
 	clear(s.rebuilds)
 	clear(s.order)
-	if len(s.order) > smallScratch {
-		s.order, s.rebuild, s.rebuilds = nil, nil, nil
+	clear(s.undo)
+	if len(s.order) > smallScratch || len(s.undo) > smallScratch {
+		s.order, s.rebuild, s.rebuilds, s.undo = nil, nil, nil, nil
+		return
 	}
-	d.Sort()
-	return d
+	s.order, s.rebuild, s.rebuilds, s.undo = s.order[:0], s.rebuild[:0], s.rebuilds[:0], s.undo[:0]
 }
 
 // removeAll records in d that the deleted e no longer has any output.

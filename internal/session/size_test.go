@@ -24,7 +24,7 @@ func TestSizeChangeAddsUp(t *testing.T) {
 			b := generatedBatch(g)
 			total += sess.SizeChange(&b)
 			objects.apply(&b)
-			sess.Apply(&b)
+			mustApply(t, sess, &b)
 			if want := session.ObjectsSize(objects.objects()); total != want {
 				t.Fatalf("seed %d, batch %d: SizeChanges sum to %d, ObjectsSize of the objects held is %d", seed, i, total, want)
 			}
@@ -59,7 +59,7 @@ func TestSizeChange(t *testing.T) {
 		if got := sess.SizeChange(&s.batch); got != s.want {
 			t.Errorf("%s: SizeChange = %d, want %d", s.name, got, s.want)
 		}
-		sess.Apply(&s.batch)
+		mustApply(t, sess, &s.batch)
 	}
 }
 
@@ -99,7 +99,7 @@ func TestSizeTracksHeap(t *testing.T) {
 			sess := session.New(source.Settings{})
 			b := makeBatch()
 			estimate := sess.SizeChange(&b)
-			sess.Apply(&b)
+			mustApply(t, sess, &b)
 			b = session.Batch{} // the session holds what it needs of b
 			held := heapInUse() - before
 			runtime.KeepAlive(sess)

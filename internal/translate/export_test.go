@@ -1,6 +1,8 @@
 package translate
 
 import (
+	"context"
+
 	"github.com/tributary-dev/tributary/internal/source"
 )
 
@@ -8,5 +10,12 @@ import (
 // ClusterLoadAssignment as a proto and marshals it, so tests can hold the
 // fast path to its exact bytes.
 func TranslateReference(objs *source.Objects, settings source.Settings) *Result {
-	return translate(objs, settings, encodeReference)
+	res, err := translate(context.Background(), objs, settings, Limits{}, encodeReference)
+	if err != nil {
+		panic(err) // unreachable without limits or a context to cancel
+	}
+	return res
 }
+
+// JSONExpansion is jsonExpansion, for the test that holds it.
+const JSONExpansion = jsonExpansion

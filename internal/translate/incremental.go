@@ -1,6 +1,8 @@
 package translate
 
 import (
+	"context"
+
 	"github.com/tributary-dev/tributary/internal/model"
 	"github.com/tributary-dev/tributary/internal/source"
 )
@@ -49,8 +51,11 @@ func NewIncremental(idx *model.Index, settings source.Settings) *Incremental {
 
 // Rebuild translates what rebuilds ask for and calls use with each outcome,
 // in order: i is the index in rebuilds. The Outcome is valid during the call
-// only; Rebuild keeps nothing of it afterwards.
-func (inc *Incremental) Rebuild(rebuilds []Rebuild, use func(i int, o *Outcome)) {
+// only; Rebuild keeps nothing of it afterwards. Once ctx is done, Rebuild
+// stops after the ExtensionService at hand and returns ctx.Err() without
+// calling use at all, so a caller that applies outcomes as they come never
+// applies part of a set.
+func (inc *Incremental) Rebuild(ctx context.Context, rebuilds []Rebuild, use func(i int, o *Outcome)) error {
 	if len(rebuilds) >= parallelThreshold {
 		es := make([]*source.ExtensionService, len(rebuilds))
 		for i := range rebuilds {
@@ -60,26 +65,39 @@ func (inc *Incremental) Rebuild(rebuilds []Rebuild, use func(i int, o *Outcome))
 		// does not see: its parsed copies of slices the Index no longer
 		// holds go now.
 		inc.kept.model.SweepEndpointSlices()
-		outcomes := build(inc.index, inc.settings, es, encodeFast)
+		outcomes, err := build(ctx, inc.index, inc.settings, es, encodeFast)
+		if err != nil {
+			return err
+		}
 		for i := range outcomes {
 			use(i, &outcomes[i])
 		}
-		return
+		return nil
 	}
 	out := inc.outcomes[:0]
+	defer func() {
+		clear(out) // keep no bodies alive until the next call
+		inc.outcomes = out
+	}()
 	for i := range rebuilds {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
 		out = append(out, inc.kept.build(rebuilds[i].ExtensionService, rebuilds[i].KeepCluster))
 	}
 	for i := range out {
 		use(i, &out[i])
 	}
-	clear(out) // keep no bodies alive until the next call
-	inc.outcomes = out
+	return nil
 }
 
 // All translates every one of es (sorted by namespace, then name) afresh
 // and gathers the outcomes into a Result, as Translate would for the
 // Index's objects.
 func (inc *Incremental) All(es []*source.ExtensionService) *Result {
-	return resultOf(build(inc.index, inc.settings, es, encodeFast))
+	outcomes, err := build(context.Background(), inc.index, inc.settings, es, encodeFast)
+	if err != nil {
+		panic(err) // unreachable: nothing cancels the background context
+	}
+	return resultOf(outcomes)
 }

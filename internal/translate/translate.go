@@ -6,6 +6,7 @@ package translate
 
 import (
 	"cmp"
+	"context"
 	"runtime"
 	"slices"
 	"sync"
@@ -34,10 +35,97 @@ type Result struct {
 	Statuses               []model.Status
 }
 
-// Translate translates objs under settings. It never fails: problems with an
-// ExtensionService are reported in its status. It uses every CPU.
+// Translate translates objs under settings, without a bound on the output
+// and to the end: the oracle of tests and benchmarks. Problems with an
+// ExtensionService are reported in its status. It uses every CPU. A caller
+// that answers a client uses Bounded.
 func Translate(objs *source.Objects, settings source.Settings) *Result {
-	return translate(objs, settings, encodeFast)
+	res, err := Bounded(context.Background(), objs, settings, Limits{})
+	if err != nil {
+		panic("translate: unbounded, uncancellable translation failed: " + err.Error()) // unreachable
+	}
+	return res
+}
+
+// Limits bound one translation; the zero value bounds nothing.
+type Limits struct {
+	// MaxOutputBytes bounds the output's encoded size (see Estimator); 0
+	// means no bound.
+	MaxOutputBytes int64
+	// JSON says every resource will also be rendered as protojson, which
+	// the bound then counts too (see jsonExpansion).
+	JSON bool
+}
+
+// jsonExpansion bounds how many bytes of protojson one byte of an encoded
+// resource becomes. The worst field is an endpoint with the shortest
+// address: "::1" on port 1 is 15 bytes encoded and 71 bytes of JSON, plus
+// the spaces protojson may add (it varies its whitespace from build to
+// build); a CA bundle, in base64, grows by a third. TestEstimateBoundsOutput
+// holds it.
+const jsonExpansion = 6
+
+// Check returns a *TooLargeError when an output whose Estimates sum to
+// bytes may exceed l.MaxOutputBytes, nil otherwise; cause says what makes
+// it large (Tally.Cause), and is called only then.
+func (l Limits) Check(bytes int64, cause func() string) error {
+	if l.MaxOutputBytes <= 0 {
+		return nil
+	}
+	if l.JSON {
+		bytes *= 1 + jsonExpansion
+	}
+	if bytes <= l.MaxOutputBytes {
+		return nil
+	}
+	return &TooLargeError{Bytes: bytes, Limit: l.MaxOutputBytes, Cause: cause()}
+}
+
+// Bounded is Translate for a caller answering a client:
+//   - with l.MaxOutputBytes set, it first bounds the output from the
+//     objects alone (see Estimator), and when the bound exceeds the limit
+//     returns a *TooLargeError naming what makes the output large, having
+//     built nothing;
+//   - it stops soon (within one ExtensionService per worker) after ctx is
+//     done, and returns ctx.Err().
+func Bounded(ctx context.Context, objs *source.Objects, settings source.Settings, l Limits) (*Result, error) {
+	return translate(ctx, objs, settings, l, encodeFast)
+}
+
+func translate(ctx context.Context, objs *source.Objects, settings source.Settings, l Limits, enc encoding) (*Result, error) {
+	order := make([]*source.ExtensionService, len(objs.ExtensionServices))
+	for i := range objs.ExtensionServices {
+		order[i] = &objs.ExtensionServices[i]
+	}
+	slices.SortFunc(order, func(a, b *source.ExtensionService) int {
+		return cmp.Or(cmp.Compare(a.Namespace, b.Namespace), cmp.Compare(a.Name, b.Name))
+	})
+	idx := model.NewIndex(objs)
+	if l.MaxOutputBytes > 0 {
+		if err := checkOutput(ctx, idx, settings, order, l); err != nil {
+			return nil, err
+		}
+	}
+	outcomes, err := build(ctx, idx, settings, order, enc)
+	if err != nil {
+		return nil, err
+	}
+	return resultOf(outcomes), nil
+}
+
+// checkOutput returns a *TooLargeError when the output of es may exceed
+// l.MaxOutputBytes, or ctx.Err() once ctx is done.
+func checkOutput(ctx context.Context, idx *model.Index, settings source.Settings, es []*source.ExtensionService, l Limits) error {
+	estimator := NewEstimator(idx, settings)
+	var t Tally
+	for _, e := range es {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		est := estimator.Estimate(e)
+		t.Add(e.NamespacedName(), &est)
+	}
+	return l.Check(t.Bytes, func() string { return t.Cause(settings) })
 }
 
 // encoding chooses how resources become bytes.
@@ -64,17 +152,6 @@ type Outcome struct {
 
 // Valid reports whether the ExtensionService yielded resources.
 func (o *Outcome) Valid() bool { return o.ClusterLoadAssignment.Body != nil }
-
-func translate(objs *source.Objects, settings source.Settings, enc encoding) *Result {
-	order := make([]*source.ExtensionService, len(objs.ExtensionServices))
-	for i := range objs.ExtensionServices {
-		order[i] = &objs.ExtensionServices[i]
-	}
-	slices.SortFunc(order, func(a, b *source.ExtensionService) int {
-		return cmp.Or(cmp.Compare(a.Namespace, b.Namespace), cmp.Compare(a.Name, b.Name))
-	})
-	return resultOf(build(model.NewIndex(objs), settings, order, enc))
-}
 
 // resultOf gathers outcomes, in their order, into a Result.
 func resultOf(outcomes []Outcome) *Result {
@@ -108,8 +185,9 @@ const parallelThreshold = 2 * minPerWorker
 
 // build translates es against idx, spreading the work over every CPU when
 // there is enough of it; outcome i is for es[i]. idx must not change until
-// build returns.
-func build(idx *model.Index, settings source.Settings, es []*source.ExtensionService, enc encoding) []Outcome {
+// build returns. Once ctx is done every worker stops after the
+// ExtensionService at hand, and build returns ctx.Err() and no outcomes.
+func build(ctx context.Context, idx *model.Index, settings source.Settings, es []*source.ExtensionService, enc encoding) ([]Outcome, error) {
 	outcomes := make([]Outcome, len(es))
 	workers := min(runtime.GOMAXPROCS(0), max(1, len(es)/minPerWorker))
 	var wg sync.WaitGroup
@@ -118,6 +196,11 @@ func build(idx *model.Index, settings source.Settings, es []*source.ExtensionSer
 		run := func() {
 			b := newBuilder(idx, settings, enc)
 			for i := lo; i < hi; i++ {
+				// An atomic load: nothing next to building one
+				// ExtensionService.
+				if ctx.Err() != nil {
+					return
+				}
 				outcomes[i] = b.build(es[i], Resource{})
 			}
 		}
@@ -128,5 +211,8 @@ func build(idx *model.Index, settings source.Settings, es []*source.ExtensionSer
 		wg.Go(run)
 	}
 	wg.Wait()
-	return outcomes
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	return outcomes, nil
 }

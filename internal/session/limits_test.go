@@ -1,0 +1,114 @@
+package session_test
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/tributary-dev/tributary/internal/model"
+	"github.com/tributary-dev/tributary/internal/session"
+	"github.com/tributary-dev/tributary/internal/source"
+	"github.com/tributary-dev/tributary/internal/translate"
+)
+
+// TestApplyRejectsOutputOverLimit is the issue's Sync amplification at a
+// small scale: 100 ExtensionServices validate against one CA Secret, and a
+// batch that grows the Secret would make the session's output larger than
+// one answer may be. The batch fails before anything is rebuilt, naming
+// the Secret, and changes nothing: the output stays what it was, and the
+// session goes on with the next batch.
+func TestApplyRejectsOutputOverLimit(t *testing.T) {
+	const limit = 1 << 20
+	limits := translate.Limits{MaxOutputBytes: limit}
+	h := newHarness(t, source.Settings{})
+	objs := source.Objects{
+		Services:       []source.Service{service("ns", "svc")},
+		EndpointSlices: []source.EndpointSlice{endpointSlice("ns", "svc-a", "svc", "10.0.0.1")},
+		Secrets:        []source.Secret{caSecret("ns", "ca", genCA)},
+	}
+	for i := range 100 {
+		objs.ExtensionServices = append(objs.ExtensionServices, validatedExtensionService("ns", fmt.Sprintf("ext-%03d", i), "svc", "ca"))
+	}
+	h.objects.apply(&session.Batch{Upserts: objs})
+	if _, err := h.session.Apply(t.Context(), &session.Batch{Upserts: objs}, limits); err != nil {
+		t.Fatalf("loading: %v", err)
+	}
+	before := h.session.State()
+
+	grown := caSecret("ns", "ca", bytes.Repeat(genCA, 200))
+	h.rebuilt = nil
+	d, err := h.session.Apply(t.Context(), &session.Batch{Upserts: source.Objects{Secrets: []source.Secret{grown}}}, limits)
+	after := objs
+	after.Secrets = []source.Secret{grown}
+	want := fmt.Sprintf(`the output would be about %s, over the 1 MiB limit: Secret "ns/ca" (%s) is inlined into 100 Clusters`,
+		translate.FormatBytes(estimateOf(&after, source.Settings{})), translate.FormatBytes(int64(len(grown.CACrt))))
+	if _, ok := errors.AsType[*translate.TooLargeError](err); !ok || err.Error() != want || !d.Empty() {
+		t.Fatalf("growing the Secret: got %+v, %v; want no changes and a *TooLargeError saying\n%s", d, err, want)
+	}
+	if h.rebuilt != nil {
+		t.Errorf("rebuilt %v before refusing", h.rebuilt)
+	}
+	if diff := cmp.Diff(before, h.session.State(), deltaOptions); diff != "" {
+		t.Errorf("State after the rejected batch (-before +after):\n%s", diff)
+	}
+
+	// The session goes on: a new endpoint changes every CLA, and nothing
+	// else.
+	all := make([]string, 100)
+	for i := range all {
+		all[i] = fmt.Sprintf("ns/ext-%03d", i)
+	}
+	h.check(session.Batch{Upserts: source.Objects{EndpointSlices: []source.EndpointSlice{endpointSlice("ns", "svc-a", "svc", "10.0.0.1", "10.0.0.2")}}},
+		expected{clas: all}, namesOf(objs.ExtensionServices)...)
+}
+
+func namesOf(es []source.ExtensionService) []source.NamespacedName {
+	names := make([]source.NamespacedName, len(es))
+	for i := range es {
+		names[i] = es[i].NamespacedName()
+	}
+	return names
+}
+
+// estimateOf is the sum of the Estimates of objs's ExtensionServices.
+func estimateOf(objs *source.Objects, settings source.Settings) int64 {
+	e := translate.NewEstimator(model.NewIndex(objs), settings)
+	var n int64
+	for i := range objs.ExtensionServices {
+		n += e.Estimate(&objs.ExtensionServices[i]).Bytes
+	}
+	return n
+}
+
+// TestApplyCancelledInParallel: a batch large enough to be rebuilt over
+// every CPU, cancelled, changes nothing; applied again, it gives the
+// complete output.
+func TestApplyCancelledInParallel(t *testing.T) {
+	objs := source.Objects{
+		Services:       []source.Service{service("ns", "svc")},
+		EndpointSlices: []source.EndpointSlice{endpointSlice("ns", "svc-a", "svc", "10.0.0.1")},
+	}
+	for i := range 300 {
+		objs.ExtensionServices = append(objs.ExtensionServices, extensionService("ns", fmt.Sprintf("ext-%03d", i), "svc"))
+	}
+	h := newHarness(t, source.Settings{})
+	for _, looks := range []int64{1, 2, 100} {
+		d, err := h.session.Apply(newCancelAfter(t, looks), &session.Batch{Upserts: objs}, defaultLimits)
+		if !errors.Is(err, context.Canceled) || !d.Empty() {
+			t.Fatalf("cancelled at look %d: got %+v, %v; want no changes and context.Canceled", looks, d, err)
+		}
+		if n := h.session.Objects(source.KindExtensionService); n != 0 {
+			t.Fatalf("cancelled at look %d: the session holds %d ExtensionServices", looks, n)
+		}
+	}
+	all := namesOf(objs.ExtensionServices)
+	names := make([]string, len(all))
+	for i, n := range all {
+		names[i] = n.String()
+	}
+	h.check(session.Batch{Upserts: objs}, expected{clusters: names, clas: names, statuses: names}, all...)
+}

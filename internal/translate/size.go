@@ -1,0 +1,384 @@
+package translate
+
+import (
+	"fmt"
+	"strconv"
+
+	"google.golang.org/protobuf/encoding/protowire"
+
+	"github.com/tributary-dev/tributary/internal/model"
+	"github.com/tributary-dev/tributary/internal/source"
+)
+
+// Output bounds. A handful of input bytes can become a great deal of
+// output: one CA Secret is inlined into every Cluster that validates
+// against it, the xdsClusterName and the cipher suites are repeated in
+// every Cluster, and one Service's endpoints in every ClusterLoadAssignment
+// that targets it. Building such an output before finding it too large to
+// send costs its whole size in memory and the CPU to encode it, so the size
+// is bounded first, from the objects alone, without building anything.
+//
+// Estimator gives, per ExtensionService, an upper bound of the encoded size
+// of its Cluster and ClusterLoadAssignment (each wrapped in its
+// tributary.v1.Resource), whatever translation makes of it: it counts an
+// ExtensionService as valid, every address of every EndpointSlice of its
+// targets as an endpoint once per slice port, a CA bundle whether or not it
+// parses. It adds an estimate of the status, which is not a bound (a status
+// holds messages), but small. The bound is proven against the real
+// encodings by TestEstimateBoundsOutput, and is tight where sizes are
+// large: within a few percent for endpoints and inlined CA bundles.
+
+// Estimate is an upper bound of what one ExtensionService translates into,
+// and what the largest parts of it are.
+type Estimate struct {
+	// Bytes bounds the ExtensionService's encoded output: Cluster,
+	// ClusterLoadAssignment and status, as a response holds them.
+	Bytes int64
+	// CASecret names the CA Secret inlined into the Cluster, with CABytes
+	// its ca.crt length; CABytes is 0 without one.
+	CASecret source.NamespacedName
+	CABytes  int64
+	// Endpoints bounds the endpoints of the ClusterLoadAssignment and
+	// EndpointBytes their encoded size.
+	Endpoints, EndpointBytes int64
+	// TLS says whether the Cluster carries the settings' TLS parameters
+	// (an h2 extension).
+	TLS bool
+}
+
+// Estimator bounds the output of ExtensionServices against one Index and
+// Settings (see Estimate). It remembers what it counted per target Service
+// until Forget, so that a thousand ExtensionServices targeting one large
+// Service cost one pass over its endpoints: call Forget whenever the
+// Index changes. An Estimator is not safe for concurrent use.
+type Estimator struct {
+	index    *model.Index
+	settings source.Settings
+	// perCluster is what the settings put into every Cluster, and
+	// perTLSCluster what they add to an h2 one.
+	perCluster, perTLSCluster int64
+	// xdsOccurrences counts the xdsClusterName in a Cluster without TLS,
+	// tlsXDSOccurrences in an h2 one.
+	xdsOccurrences, tlsXDSOccurrences int64
+	targets                           map[source.NamespacedName]targetEstimate
+}
+
+// targetEstimate bounds the endpoints one target Service contributes.
+type targetEstimate struct {
+	endpoints, bytes int64
+}
+
+// Bounds of fields whose content the objects do not show directly.
+const (
+	// clusterFixedBytes is what a Cluster holds besides the strings the
+	// Estimator counts: 381 bytes for an h2 Cluster with every option at
+	// its largest (timeouts, circuit breakers, TLS versions), the fixed
+	// fields around the CA bundle and the client certificate's SDS config,
+	// and room for the lengths of the messages around large strings to
+	// grow to five bytes each.
+	clusterFixedBytes = 512
+	// sdsNameBytes bounds a client certificate's SDS name: model shortens
+	// it below 60 bytes, as Contour does.
+	sdsNameBytes = 64
+	// resourceFixedBytes is what a tributary.v1.Resource adds to its body
+	// and name: its version (16 hex digits), the Any's type URL (at most
+	// 64 bytes) and the tags and lengths around them.
+	resourceFixedBytes = 96
+	// statusFixedBytes is a valid status's fixed strings and numbers;
+	// statuses are estimated, not bounded (see Estimate).
+	statusFixedBytes = 128
+	// subZonePortBytes is a sub-zone's "/" and port number.
+	subZonePortBytes = 6
+	// localityFixedBytes is a locality's weight and the message around
+	// its sub-zone.
+	localityFixedBytes = 16
+	// subjectNameFixedBytes is the SubjectAltNameMatcher around a name.
+	subjectNameFixedBytes = 16
+)
+
+// NewEstimator returns an Estimator over idx and settings (parsed and
+// checked at the API boundary, defaults not yet filled).
+func NewEstimator(idx *model.Index, settings source.Settings) *Estimator {
+	xds := settings.XDSClusterName
+	if xds == "" {
+		xds = source.DefaultXDSClusterName
+	}
+	e := &Estimator{index: idx, settings: settings, targets: map[source.NamespacedName]targetEstimate{}}
+	// The EDS config source names the xDS cluster twice (cluster name and
+	// authority); so does the client certificate's SDS config source.
+	e.xdsOccurrences, e.tlsXDSOccurrences = 2, 2
+	if settings.ClientCertificate != nil {
+		e.tlsXDSOccurrences += 2
+		e.perTLSCluster += stringField(sdsNameBytes)
+	}
+	e.perCluster = clusterFixedBytes + e.xdsOccurrences*stringField(len(xds))
+	e.perTLSCluster += (e.tlsXDSOccurrences - e.xdsOccurrences) * stringField(len(xds))
+	if tls := settings.UpstreamTLS; tls != nil {
+		for _, c := range tls.CipherSuites {
+			e.perTLSCluster += stringField(len(c))
+		}
+	}
+	return e
+}
+
+// Forget drops what e remembers of target Services: the Index changed.
+func (e *Estimator) Forget() { clear(e.targets) }
+
+// Estimate bounds the output of es.
+func (e *Estimator) Estimate(es *source.ExtensionService) Estimate {
+	var est Estimate
+	name := len(model.ClusterName(es.Namespace, es.Name))
+	// name, alt_stat_name and the EDS service_name.
+	cluster := e.perCluster + 3*stringField(name)
+	if est.TLS = speaksTLS(es.Spec.Protocol); est.TLS {
+		cluster += e.perTLSCluster
+		if v := es.Spec.Validation; v != nil {
+			est.CASecret = model.CASecretName(v.CASecret, es.Namespace)
+			if secret := e.index.Secret(est.CASecret); secret != nil {
+				est.CABytes = int64(len(secret.CACrt))
+				cluster += stringField(len(secret.CACrt))
+			}
+			// The SNI is the first subject name.
+			cluster += stringField(len(v.SubjectName)) + subjectNameFixedBytes + stringField(len(v.SubjectName))
+			for _, n := range v.SubjectNames {
+				cluster += subjectNameFixedBytes + stringField(len(n))
+			}
+		}
+	}
+	cla := stringField(name)
+	for _, t := range es.Spec.Services {
+		target := e.target(source.NamespacedName{Namespace: es.Namespace, Name: t.Name})
+		est.Endpoints += target.endpoints
+		est.EndpointBytes += target.bytes
+		subZone := len(es.Namespace) + 1 + len(t.Name) + subZonePortBytes
+		cla += messageField(localityFixedBytes + stringField(subZone) + target.bytes)
+	}
+	est.Bytes = resource(name, cluster) + resource(name, cla) +
+		statusFixedBytes + stringField(len(es.Namespace)) + stringField(len(es.Name)) + stringField(name)
+	return est
+}
+
+// target bounds the endpoints of the Service named service: every address
+// of every slice labelled for it, once per port of the slice (an unnamed
+// Service port matches every TCP port of a slice).
+func (e *Estimator) target(service source.NamespacedName) targetEstimate {
+	if t, ok := e.targets[service]; ok {
+		return t
+	}
+	var t targetEstimate
+	for _, slice := range e.index.EndpointSlices(service) {
+		for _, p := range slice.Ports {
+			if p.Port == nil {
+				continue // serves nothing
+			}
+			port := protowire.SizeVarint(uint64(*p.Port))
+			for i := range slice.Endpoints {
+				for _, a := range slice.Endpoints[i].Addresses {
+					t.endpoints++
+					t.bytes += lbEndpoint(len(a), port)
+				}
+			}
+		}
+	}
+	e.targets[service] = t
+	return t
+}
+
+// speaksTLS reports whether an ExtensionService of that spec.protocol gets
+// a TLS transport socket: every protocol but the cleartext ones (an
+// unknown one makes it invalid, which a bound need not know).
+func speaksTLS(protocol *string) bool {
+	return protocol == nil || (*protocol != "h2c" && *protocol != "http/1.1")
+}
+
+// lbEndpoint is the size of one lb_endpoints entry for an address of n
+// bytes and a port of port bytes: four nested messages around the address
+// and the port.
+func lbEndpoint(n, port int) int64 {
+	socket := messageField(int64(n)) + 1 + int64(port)
+	return messageField(messageField(messageField(messageField(socket))))
+}
+
+// resource bounds a tributary.v1.Resource holding a body of at most body
+// bytes under a name of name bytes.
+func resource(name int, body int64) int64 {
+	return messageField(resourceFixedBytes + stringField(name) + body + int64(protowire.SizeVarint(uint64(body))))
+}
+
+// stringField is the size of a length-delimited field of n bytes, with a
+// tag of up to two bytes (field numbers up to 2047).
+func stringField(n int) int64 { return messageField(int64(n)) + 1 }
+
+// messageField is the size of a length-delimited field (one-byte tag)
+// holding n bytes.
+func messageField(n int64) int64 { return 1 + int64(protowire.SizeVarint(uint64(n))) + n }
+
+// Tally sums Estimates and remembers what makes the sum large, to say so
+// when it is too large.
+type Tally struct {
+	// Bytes is the sum of the Estimates added.
+	Bytes int64
+	// extensions counts the Estimates added; tlsClusters those with TLS.
+	extensions, tlsClusters int64
+	secrets                 map[source.NamespacedName]*secretUse
+	endpoints, endpointByte int64
+	// most is the ExtensionService with the most endpoint bytes.
+	most      source.NamespacedName
+	mostBytes int64
+	mostCount int64
+}
+
+type secretUse struct {
+	bytes    int64
+	clusters int64
+}
+
+// Add counts est, the Estimate of the ExtensionService named name.
+func (t *Tally) Add(name source.NamespacedName, est *Estimate) {
+	t.Bytes += est.Bytes
+	t.extensions++
+	if est.TLS {
+		t.tlsClusters++
+	}
+	if est.CABytes > 0 {
+		if t.secrets == nil {
+			t.secrets = map[source.NamespacedName]*secretUse{}
+		}
+		use := t.secrets[est.CASecret]
+		if use == nil {
+			use = &secretUse{bytes: est.CABytes}
+			t.secrets[est.CASecret] = use
+		}
+		use.clusters++
+	}
+	t.endpoints += est.Endpoints
+	t.endpointByte += est.EndpointBytes
+	// Ties go to the first name, so the cause does not depend on the
+	// order of adding.
+	if est.EndpointBytes > t.mostBytes || est.EndpointBytes == t.mostBytes && est.EndpointBytes > 0 && name.Compare(t.most) < 0 {
+		t.most, t.mostBytes, t.mostCount = name, est.EndpointBytes, est.Endpoints
+	}
+}
+
+// Cause says what makes the sum large: the largest of the inlined CA
+// Secrets, the settings repeated in every Cluster, the endpoints, and the
+// ExtensionServices themselves. Names in it passed the API boundary's
+// checks (Kubernetes names, at most 253 bytes); the xdsClusterName and
+// the cipher suites are never quoted, only measured.
+func (t *Tally) Cause(settings source.Settings) string {
+	type candidate struct {
+		bytes int64
+		say   func() string
+	}
+	var best candidate
+	consider := func(c candidate) {
+		if c.bytes > best.bytes {
+			best = c
+		}
+	}
+	for name, use := range t.secrets {
+		consider(candidate{use.bytes * use.clusters, func() string {
+			return fmt.Sprintf("Secret %q (%s) is inlined into %s", name.String(), FormatBytes(use.bytes), countOf(use.clusters, "Cluster"))
+		}})
+	}
+	if xds := int64(len(settings.XDSClusterName)); xds > 0 {
+		consider(candidate{2 * xds * t.extensions, func() string {
+			return fmt.Sprintf("settings.xdsClusterName (%s) is repeated in %s", FormatBytes(xds), countOf(t.extensions, "Cluster"))
+		}})
+	}
+	if tls := settings.UpstreamTLS; tls != nil {
+		var ciphers int64
+		for _, c := range tls.CipherSuites {
+			ciphers += int64(len(c))
+		}
+		consider(candidate{ciphers * t.tlsClusters, func() string {
+			return fmt.Sprintf("settings.upstreamTls.cipherSuites (%s) is repeated in %s", FormatBytes(ciphers), countOf(t.tlsClusters, "Cluster"))
+		}})
+	}
+	consider(candidate{t.endpointByte, func() string {
+		if 2*t.mostBytes >= t.endpointByte {
+			return fmt.Sprintf("ExtensionService %q has up to %s (%s)", t.most.String(), countOf(t.mostCount, "endpoint"), FormatBytes(t.mostBytes))
+		}
+		return fmt.Sprintf("%s have up to %s (%s), ExtensionService %q the most (%s)",
+			countOf(t.extensions, "ExtensionService"), countOf(t.endpoints, "endpoint"), FormatBytes(t.endpointByte), t.most.String(), FormatCount(t.mostCount))
+	}})
+	if best.say == nil {
+		// What is left: names, statuses and the fixed fields of each
+		// resource.
+		return fmt.Sprintf("%s, about %s each", countOf(t.extensions, "ExtensionService"), FormatBytes(t.Bytes/max(1, t.extensions)))
+	}
+	return best.say()
+}
+
+// TooLargeError is the error of a translation whose output would exceed
+// its limit (Limits.MaxOutputBytes).
+type TooLargeError struct {
+	// Bytes is the bound of the output, Limit the limit.
+	Bytes, Limit int64
+	// Cause says what makes it large (Tally.Cause).
+	Cause string
+}
+
+func (e *TooLargeError) Error() string { return e.Describe("the output") }
+
+// Describe says what Error says, of subject ("the response"): "the
+// response would be about 575 MB, over the 64 MiB limit: Secret
+// "ns/ca" (574 KB) is inlined into 1,000 Clusters".
+func (e *TooLargeError) Describe(subject string) string {
+	return fmt.Sprintf("%s would be about %s, over the %s limit: %s", subject, FormatBytes(e.Bytes), FormatLimit(e.Limit), e.Cause)
+}
+
+// FormatBytes writes n with two or three significant digits and a decimal
+// unit: "574 KB", "1.6 GB". Estimates are not exact; their digits should
+// not pretend to be.
+func FormatBytes(n int64) string {
+	units := []string{"bytes", "KB", "MB", "GB", "TB"}
+	v, u := float64(n), 0
+	for v >= 999.5 && u < len(units)-1 {
+		v /= 1000
+		u++
+	}
+	switch {
+	case u == 0:
+		return strconv.FormatInt(n, 10) + " bytes"
+	case v < 9.95:
+		return strconv.FormatFloat(v, 'f', 1, 64) + " " + units[u]
+	default:
+		return strconv.FormatFloat(v, 'f', 0, 64) + " " + units[u]
+	}
+}
+
+// FormatLimit writes a configured limit exactly, in the binary unit it
+// was most likely given in: "64 MiB".
+func FormatLimit(n int64) string {
+	for _, u := range []struct {
+		name string
+		size int64
+	}{{"GiB", 1 << 30}, {"MiB", 1 << 20}, {"KiB", 1 << 10}} {
+		if n >= u.size && n%u.size == 0 {
+			return strconv.FormatInt(n/u.size, 10) + " " + u.name
+		}
+	}
+	return strconv.FormatInt(n, 10) + " bytes"
+}
+
+// FormatCount writes n with thousands separators: "1,000".
+func FormatCount(n int64) string {
+	s := strconv.FormatInt(n, 10)
+	start := 0
+	if n < 0 {
+		start = 1
+	}
+	for i := len(s) - 3; i > start; i -= 3 {
+		s = s[:i] + "," + s[i:]
+	}
+	return s
+}
+
+// countOf is n things, with the plural unless n is 1.
+func countOf(n int64, thing string) string {
+	if n == 1 {
+		return "1 " + thing
+	}
+	return FormatCount(n) + " " + thing + "s"
+}

@@ -1,0 +1,387 @@
+package translate_test
+
+import (
+	"bytes"
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	resourcev3 "github.com/envoyproxy/go-control-plane/pkg/resource/v3"
+	"google.golang.org/protobuf/encoding/protojson"
+	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/reflect/protoregistry"
+	"google.golang.org/protobuf/types/known/anypb"
+
+	tributaryv1 "github.com/tributary-dev/tributary/gen/go/tributary/v1"
+	"github.com/tributary-dev/tributary/internal/model"
+	"github.com/tributary-dev/tributary/internal/objectgen"
+	"github.com/tributary-dev/tributary/internal/source"
+	"github.com/tributary-dev/tributary/internal/translate"
+	"github.com/tributary-dev/tributary/internal/workload"
+)
+
+// TestEstimateBoundsOutput holds the Estimator to its promise: for every
+// ExtensionService of generated object sets, the Estimate is at least the
+// encoded size of its Cluster and ClusterLoadAssignment as a response
+// holds them (tributary.v1.Resource), and with JSON at least that with
+// their protojson. Half the sets are amplified the ways an attacker would:
+// CA bundles of many certificates, a long xdsClusterName, many long cipher
+// suites, long IPv6 addresses, slices with many ports.
+func TestEstimateBoundsOutput(t *testing.T) {
+	n := 300
+	if testing.Short() {
+		n = 60
+	}
+	for seed := range uint64(n) {
+		r := rand.New(rand.NewPCG(seed, 0x73697a65))
+		g := objectgen.New(objectgen.FromRand(r), objectgen.Defaults())
+		settings := g.Settings()
+		objs := g.Objects()
+		if seed%2 == 1 {
+			amplify(r, objs, &settings)
+		}
+		checkEstimates(t, objs, settings)
+		if t.Failed() {
+			t.Fatalf("seed %d", seed)
+		}
+	}
+}
+
+// TestEstimateBoundsShortAddresses: the endpoints whose JSON is the
+// largest share of their size (the shortest IPv6 addresses, on port 1),
+// many of them, so that no fixed allowance hides a per-endpoint shortfall.
+func TestEstimateBoundsShortAddresses(t *testing.T) {
+	var endpoints []source.Endpoint
+	for i := range 2000 {
+		endpoints = append(endpoints, objectgen.ReadyAt(fmt.Sprintf("::%x", i+1)))
+	}
+	objs := &source.Objects{
+		ExtensionServices: []source.ExtensionService{{
+			Meta: source.Meta{Namespace: "n", Name: "e"},
+			Spec: source.ExtensionServiceSpec{Services: []source.ExtensionServiceTarget{{Name: "s", Port: 1}}, Protocol: new("h2c")},
+		}},
+		Services:       []source.Service{{Meta: source.Meta{Namespace: "n", Name: "s"}, Type: "ClusterIP", Ports: []source.ServicePort{{Port: 1, Protocol: "TCP"}}}},
+		EndpointSlices: []source.EndpointSlice{objectgen.Slice("s-1", "s", "IPv6", objectgen.Ports(objectgen.TCPPort("", 1)), endpoints...)},
+	}
+	objs.EndpointSlices[0].Namespace = "n"
+	if res := translate.Translate(objs, source.Settings{}); len(res.ClusterLoadAssignments) != 1 {
+		t.Fatalf("the ExtensionService is invalid: %+v", res.Statuses)
+	}
+	checkEstimates(t, objs, source.Settings{})
+}
+
+// FuzzEstimate is TestEstimateBoundsOutput on fuzz input.
+func FuzzEstimate(f *testing.F) {
+	f.Add([]byte{}, uint64(0))
+	f.Add(bytes.Repeat([]byte{7}, 64), uint64(1))
+	f.Fuzz(func(t *testing.T, data []byte, seed uint64) {
+		g := objectgen.New(objectgen.FromBytes(data), objectgen.Defaults())
+		settings := g.Settings()
+		objs := g.Objects()
+		amplify(rand.New(rand.NewPCG(seed, 0)), objs, &settings)
+		checkEstimates(t, objs, settings)
+	})
+}
+
+// amplify makes objs and settings larger in the ways that make output
+// large, each one time in two.
+func amplify(r *rand.Rand, objs *source.Objects, settings *source.Settings) {
+	if r.IntN(2) == 0 {
+		for i := range objs.Secrets {
+			if len(objs.Secrets[i].CACrt) > 0 {
+				objs.Secrets[i].CACrt = bytes.Repeat(objectgen.CA, 1+r.IntN(300))
+			}
+		}
+	}
+	if r.IntN(2) == 0 {
+		settings.XDSClusterName = strings.Repeat("x", 1+r.IntN(16<<10))
+	}
+	if r.IntN(2) == 0 {
+		suites := make([]string, 1+r.IntN(200))
+		for i := range suites {
+			suites[i] = strings.Repeat("C", 1+r.IntN(1<<10))
+		}
+		settings.UpstreamTLS = &source.UpstreamTLS{CipherSuites: suites}
+	}
+	if r.IntN(2) == 0 {
+		for i := range objs.EndpointSlices {
+			s := &objs.EndpointSlices[i]
+			for j := range s.Endpoints {
+				switch r.IntN(3) {
+				case 0: // the longest IPv6 literal
+					s.Endpoints[j].Addresses = []string{fmt.Sprintf("ffff:ffff:ffff:ffff:ffff:ffff:255.255.%d.%d", r.IntN(256), r.IntN(256))}
+				case 1: // the shortest, whose JSON is the largest share
+					s.Endpoints[j].Addresses = []string{fmt.Sprintf("::%x", 1+j)}
+				}
+			}
+			switch r.IntN(3) {
+			case 0:
+				s.Ports = append(s.Ports, objectgen.TCPPort("", 65535), objectgen.TCPPort("", 40000))
+			case 1:
+				s.Ports = []source.EndpointPort{objectgen.TCPPort("", 1)}
+			}
+		}
+	}
+}
+
+// checkEstimates checks every ExtensionService's Estimate against what
+// Translate makes of it.
+func checkEstimates(t *testing.T, objs *source.Objects, settings source.Settings) {
+	t.Helper()
+	res := translate.Translate(objs, settings)
+	clusters, clas := byName(res.Clusters), byName(res.ClusterLoadAssignments)
+	estimator := translate.NewEstimator(model.NewIndex(objs), settings)
+	for i := range objs.ExtensionServices {
+		es := &objs.ExtensionServices[i]
+		est := estimator.Estimate(es)
+		name := model.ClusterName(es.Namespace, es.Name)
+		cluster, ok := clusters[name]
+		if !ok {
+			continue // invalid: no output to bound
+		}
+		cla := clas[name]
+		binary := resourceSize(t, cluster, resourcev3.ClusterType, false) + resourceSize(t, cla, resourcev3.EndpointType, false)
+		if binary > est.Bytes {
+			t.Errorf("%s/%s: output is %d bytes, over its estimate of %d (%+v)", es.Namespace, es.Name, binary, est.Bytes, est)
+		}
+		withJSON := resourceSize(t, cluster, resourcev3.ClusterType, true) + resourceSize(t, cla, resourcev3.EndpointType, true)
+		if withJSON > est.Bytes*(1+translate.JSONExpansion) {
+			t.Errorf("%s/%s: output with JSON is %d bytes, over its estimate of %d × %d", es.Namespace, es.Name, withJSON, est.Bytes, 1+translate.JSONExpansion)
+		}
+	}
+}
+
+func byName(rs []translate.Resource) map[string]translate.Resource {
+	m := make(map[string]translate.Resource, len(rs))
+	for _, r := range rs {
+		m[r.Name] = r
+	}
+	return m
+}
+
+// resourceSize is the encoded size of r as a response holds it, with its
+// protojson when withJSON is set (as include_json renders it).
+func resourceSize(t *testing.T, r translate.Resource, typeURL string, withJSON bool) int64 {
+	t.Helper()
+	pb := &tributaryv1.Resource{Name: r.Name, Version: r.Version, Resource: &anypb.Any{TypeUrl: typeURL, Value: r.Body}}
+	if withJSON {
+		mt, err := protoregistry.GlobalTypes.FindMessageByURL(typeURL)
+		if err != nil {
+			t.Fatal(err)
+		}
+		m := mt.New().Interface()
+		if err := proto.Unmarshal(r.Body, m); err != nil {
+			t.Fatal(err)
+		}
+		j, err := protojson.MarshalOptions{Resolver: protoregistry.GlobalTypes}.Marshal(m)
+		if err != nil {
+			t.Fatal(err)
+		}
+		pb.Json = string(j)
+	}
+	return int64(proto.Size(pb))
+}
+
+// caAmplification is the issue's reproduction, scaled by n: one Secret
+// whose ca.crt holds 1,000 copies of one CA, and n h2 ExtensionServices
+// validating against it.
+func caAmplification(n int) *source.Objects {
+	objs := &source.Objects{
+		Secrets: []source.Secret{{Meta: source.Meta{Namespace: "ns", Name: "ca"}, Type: "Opaque", CACrt: bytes.Repeat(objectgen.CA, 1000)}},
+	}
+	for i := range n {
+		objs.ExtensionServices = append(objs.ExtensionServices, source.ExtensionService{
+			Meta: source.Meta{Namespace: "ns", Name: fmt.Sprintf("ext-%d", i)},
+			Spec: source.ExtensionServiceSpec{
+				Services:   []source.ExtensionServiceTarget{{Name: "svc", Port: 9000}},
+				Validation: &source.UpstreamValidation{CASecret: "ca", SubjectName: "ext.ns.svc"},
+			},
+		})
+	}
+	return objs
+}
+
+// TestBoundedTooLarge: the issue's CA amplification fails before
+// anything is built, naming the Secret; so do the other amplifications.
+func TestBoundedTooLarge(t *testing.T) {
+	const limit = 64 << 20
+	ca := int64(len(objectgen.CA)) * 1000
+	longName := strings.Repeat("x", 16<<10)
+	manyEndpoints := workload.Standard(4, 100_000)
+	// The one whose addresses are longest.
+	most := slices.MaxFunc(manyEndpoints.ExtensionServices, func(a, b source.ExtensionService) int {
+		return cmp.Compare(endpointBytesOf(&source.Objects{ExtensionServices: []source.ExtensionService{a}, EndpointSlices: manyEndpoints.EndpointSlices}),
+			endpointBytesOf(&source.Objects{ExtensionServices: []source.ExtensionService{b}, EndpointSlices: manyEndpoints.EndpointSlices}))
+	})
+	for _, c := range []struct {
+		name     string
+		objs     *source.Objects
+		settings source.Settings
+		json     bool
+		want     string
+	}{{
+		name: "CA Secret",
+		objs: caAmplification(1000),
+		want: fmt.Sprintf(`the output would be about %s, over the 64 MiB limit: Secret "ns/ca" (%s) is inlined into 1,000 Clusters`,
+			translate.FormatBytes(estimateOf(caAmplification(1000), source.Settings{})), translate.FormatBytes(ca)),
+	}, {
+		name:     "xdsClusterName",
+		objs:     caAmplification(0),
+		settings: source.Settings{XDSClusterName: longName},
+	}, {
+		name: "endpoints",
+		objs: manyEndpoints,
+		json: true,
+		want: fmt.Sprintf(`the output would be about %s, over the 64 MiB limit: 4 ExtensionServices have up to 800,000 endpoints (%s), ExtensionService "%s" the most (200,000)`,
+			translate.FormatBytes((1+translate.JSONExpansion)*estimateOf(manyEndpoints, source.Settings{})), translate.FormatBytes(endpointBytesOf(manyEndpoints)), most.NamespacedName()),
+	}} {
+		t.Run(c.name, func(t *testing.T) {
+			if c.name == "xdsClusterName" {
+				for i := range 4000 {
+					c.objs.ExtensionServices = append(c.objs.ExtensionServices, source.ExtensionService{
+						Meta: source.Meta{Namespace: "ns", Name: fmt.Sprintf("ext-%d", i)},
+						Spec: source.ExtensionServiceSpec{Services: []source.ExtensionServiceTarget{{Name: "svc", Port: 9000}}, Protocol: new("h2c")},
+					})
+				}
+				c.want = fmt.Sprintf(`the output would be about %s, over the 64 MiB limit: settings.xdsClusterName (16 KB) is repeated in 4,000 Clusters`,
+					translate.FormatBytes(estimateOf(c.objs, c.settings)))
+			}
+			res, err := translate.Bounded(t.Context(), c.objs, c.settings, translate.Limits{MaxOutputBytes: limit, JSON: c.json})
+			if tooLarge, ok := errors.AsType[*translate.TooLargeError](err); !ok || err.Error() != c.want || res != nil {
+				t.Fatalf("got %v, %v; want a *TooLargeError saying\n%s", res, err, c.want)
+			} else if tooLarge.Limit != limit {
+				t.Errorf("limit %d, want %d", tooLarge.Limit, limit)
+			}
+		})
+	}
+}
+
+// estimateOf is the sum of the Estimates of objs's ExtensionServices.
+func estimateOf(objs *source.Objects, settings source.Settings) int64 {
+	e := translate.NewEstimator(model.NewIndex(objs), settings)
+	var n int64
+	for i := range objs.ExtensionServices {
+		n += e.Estimate(&objs.ExtensionServices[i]).Bytes
+	}
+	return n
+}
+
+func endpointBytesOf(objs *source.Objects) int64 {
+	e := translate.NewEstimator(model.NewIndex(objs), source.Settings{})
+	var n int64
+	for i := range objs.ExtensionServices {
+		n += e.Estimate(&objs.ExtensionServices[i]).EndpointBytes
+	}
+	return n
+}
+
+// TestStandardWorkloadFits: the estimate of the standard workload is
+// close above its encoded size (8% at M=100: a Cluster's fixed fields and
+// a status are counted at their largest), so the largest one in
+// BENCHMARKS.md (N=10000, M=100: two million endpoints, 58.6 MB encoded,
+// estimated 63.5 MB) fits in the default 64 MiB (67.1 MB).
+func TestStandardWorkloadFits(t *testing.T) {
+	objs := workload.Standard(1000, 100)
+	res := translate.Translate(objs, source.Settings{})
+	var encoded int64
+	for i := range res.Clusters {
+		encoded += resourceSize(t, res.Clusters[i], resourcev3.ClusterType, false) + resourceSize(t, res.ClusterLoadAssignments[i], resourcev3.EndpointType, false)
+		st := &res.Statuses[i]
+		encoded += int64(proto.Size(&tributaryv1.ExtensionServiceStatus{Namespace: st.Namespace, Name: st.Name, ClusterName: st.ClusterName, Conditions: []*tributaryv1.DetailedCondition{{
+			Type: st.Condition.Type, Status: st.Condition.Status, Reason: st.Condition.Reason, Message: st.Condition.Message,
+		}}}))
+	}
+	est := estimateOf(objs, source.Settings{})
+	t.Logf("N=1000, M=100: estimate %d, encoded %d (%.1f%% above)", est, encoded, 100*(float64(est)/float64(encoded)-1))
+	if est < encoded || float64(est) > 1.1*float64(encoded) {
+		t.Errorf("N=1000, M=100: estimate %d, real size %d; want the estimate within 10%% above", est, encoded)
+	}
+	if testing.Short() {
+		return
+	}
+	large := workload.Standard(10000, 100)
+	est = estimateOf(large, source.Settings{})
+	t.Logf("N=10000, M=100: estimate %d (%s)", est, translate.FormatBytes(est))
+	if est > 64<<20 {
+		t.Errorf("N=10000, M=100: estimate %d (%s), over 64 MiB", est, translate.FormatBytes(est))
+	}
+	_, err := translate.Bounded(t.Context(), large, source.Settings{}, translate.Limits{MaxOutputBytes: 64 << 20})
+	if err != nil {
+		t.Errorf("N=10000, M=100 under 64 MiB: %v", err)
+	}
+}
+
+// cancelAfter is a context that cancels itself at its n-th look, so a test
+// can end a translation in the middle, deterministically.
+type cancelAfter struct {
+	context.Context
+	cancel context.CancelFunc
+	looks  atomic.Int64
+	n      int64
+}
+
+func newCancelAfter(t *testing.T, n int64) *cancelAfter {
+	ctx, cancel := context.WithCancel(t.Context())
+	return &cancelAfter{Context: ctx, cancel: cancel, n: n}
+}
+
+func (c *cancelAfter) Err() error {
+	if c.looks.Add(1) == c.n {
+		c.cancel()
+	}
+	return c.Context.Err()
+}
+
+// TestBoundedCancelled: a translation stops once its context is
+// done, before or while building, and returns the context's error.
+func TestBoundedCancelled(t *testing.T) {
+	objs := workload.Standard(1000, 10)
+	for _, looks := range []int64{1, 2, 500} {
+		ctx := newCancelAfter(t, looks)
+		res, err := translate.Bounded(ctx, objs, source.Settings{}, translate.Limits{MaxOutputBytes: 64 << 20})
+		if !errors.Is(err, context.Canceled) || res != nil {
+			t.Errorf("cancelled at look %d: got %v, %v; want context.Canceled", looks, res, err)
+		}
+		// Each worker stops at its next look: 1,000 ExtensionServices
+		// estimated, then at most one look per ExtensionService built.
+		if got := ctx.looks.Load(); got > max(looks, 1000)+int64(2*len(objs.ExtensionServices)) {
+			t.Errorf("cancelled at look %d: %d looks", looks, got)
+		}
+	}
+	ctx, cancel := context.WithDeadline(t.Context(), time.Unix(0, 0))
+	defer cancel()
+	if _, err := translate.Bounded(ctx, objs, source.Settings{}, translate.Limits{}); !errors.Is(err, context.DeadlineExceeded) {
+		t.Errorf("past deadline: got %v, want context.DeadlineExceeded", err)
+	}
+}
+
+// TestFormat pins the formats of sizes and counts in messages.
+func TestFormat(t *testing.T) {
+	for _, c := range []struct {
+		got, want string
+	}{
+		{translate.FormatBytes(0), "0 bytes"},
+		{translate.FormatBytes(999), "999 bytes"},
+		{translate.FormatBytes(1000), "1.0 KB"},
+		{translate.FormatBytes(574_000), "574 KB"},
+		{translate.FormatBytes(9_960), "10 KB"},
+		{translate.FormatBytes(1_580_000_000), "1.6 GB"},
+		{translate.FormatLimit(64 << 20), "64 MiB"},
+		{translate.FormatLimit(1 << 30), "1 GiB"},
+		{translate.FormatLimit(1000), "1000 bytes"},
+		{translate.FormatCount(1000), "1,000"},
+		{translate.FormatCount(999), "999"},
+		{translate.FormatCount(2_000_000), "2,000,000"},
+	} {
+		if c.got != c.want {
+			t.Errorf("got %q, want %q", c.got, c.want)
+		}
+	}
+}
