@@ -56,12 +56,14 @@ func (idx *Index) PutService(s *source.Service) { idx.services[s.NamespacedName(
 func (idx *Index) DeleteService(name source.NamespacedName) { delete(idx.services, name) }
 
 // PutEndpointSlice adds s or replaces the EndpointSlice of the same name,
-// even when the replacement names another Service.
+// even when the replacement names another Service or none (a slice of no
+// Service is held by name only, so that replacing or deleting it works,
+// and no target ever reads it).
 func (idx *Index) PutEndpointSlice(s *source.EndpointSlice) {
 	name := s.NamespacedName()
 	idx.DeleteEndpointSlice(name)
 	idx.sliceByName[name] = s
-	svc, ok := s.Labels[source.ServiceNameLabel]
+	svc, ok := s.ServiceName()
 	if !ok {
 		return
 	}
@@ -78,7 +80,7 @@ func (idx *Index) DeleteEndpointSlice(name source.NamespacedName) {
 		return
 	}
 	delete(idx.sliceByName, name)
-	svc, ok := old.Labels[source.ServiceNameLabel]
+	svc, ok := old.ServiceName()
 	if !ok {
 		return
 	}

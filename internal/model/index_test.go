@@ -50,3 +50,27 @@ func TestIndexIncrementalMatchesFresh(t *testing.T) {
 		t.Errorf("delegations in ns: got %d, want only y", got)
 	}
 }
+
+// TestIndexSlicesOfNoService: a slice without the service-name label, or
+// with an empty one, is held by name only: no Service lists it, and
+// relabelling a slice to no Service takes it off its old Service's list.
+func TestIndexSlicesOfNoService(t *testing.T) {
+	unlabelled := &source.EndpointSlice{Meta: source.Meta{Namespace: "ns", Name: "custom"}}
+	idx := NewIndex(&source.Objects{})
+	idx.PutEndpointSlice(unlabelled)
+	idx.PutEndpointSlice(slice("ns", "empty", ""))
+	idx.PutEndpointSlice(slice("ns", "a", "svc"))
+	idx.PutEndpointSlice(slice("ns", "a", "")) // no longer of svc
+	for _, svc := range []string{"", "svc"} {
+		if got := idx.EndpointSlices(source.NamespacedName{Namespace: "ns", Name: svc}); got != nil {
+			t.Errorf("slices listed under ns/%s: %v", svc, sliceNames(got))
+		}
+	}
+	if idx.EndpointSlice(source.NamespacedName{Namespace: "ns", Name: "custom"}) != unlabelled || idx.EndpointSliceCount() != 3 {
+		t.Errorf("slices of no Service are not held by name: %d held", idx.EndpointSliceCount())
+	}
+	idx.DeleteEndpointSlice(source.NamespacedName{Namespace: "ns", Name: "custom"})
+	if idx.EndpointSliceCount() != 2 {
+		t.Errorf("%d slices held after deleting one of 3", idx.EndpointSliceCount())
+	}
+}

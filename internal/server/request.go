@@ -20,10 +20,6 @@ const (
 	ReasonInvalidCharacters = "INVALID_CHARACTERS"
 )
 
-// maxAuthorityLen is the longest HTTP authority Envoy accepts in
-// GrpcService.EnvoyGrpc.authority (its validation rules say 16384 bytes).
-const maxAuthorityLen = 16384
-
 // maxReportedViolations bounds the field violations one error carries: a
 // request with two million broken endpoints must not produce an error larger
 // than the request. The status message still counts every problem.
@@ -35,10 +31,12 @@ const maxReportedViolations = 16
 // has a kind, a namespace that is a DNS-1123 label and a name that is a
 // DNS-1123 subdomain (so "namespace/name" is unambiguous and
 // "extension/<namespace>/<name>" names exactly one ExtensionService), names
-// are unique per kind, every EndpointSlice names its Service, every port
-// number that is set lies in 1..65535, and the settings are parsed. Anything
-// else is left to translation, which reports it in the ExtensionService's
-// status. Any violation gives an InvalidArgument error whose message names
+// are unique per kind, labels are what Kubernetes allows, every port number
+// that is set lies in 1..65535, every string is within the length
+// Kubernetes (or, where it sets none, request_limits.go) allows, and the
+// settings are parsed. Anything else is left to translation, which ignores
+// what no ExtensionService reads (an EndpointSlice of no Service) and
+// reports the rest in the status of the ExtensionService that reads it. Any violation gives an InvalidArgument error whose message names
 // the first problem and whose BadRequest details list the field paths.
 //
 // To stay cheap on requests with millions of endpoints, the result aliases

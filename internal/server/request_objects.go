@@ -152,6 +152,7 @@ func (d *decoder) meta(ref objectRef, m *tributaryv1.ObjectMeta, p *problems) so
 	}
 	ok := checkName(ref, p, "metadata.namespace", "metadata.name")
 	meta := source.Meta{Namespace: m.GetNamespace(), Name: m.GetName(), Generation: m.GetGeneration(), Labels: m.GetLabels()}
+	checkLabels(ref, p, meta.Labels)
 	if ok {
 		key := source.NamespacedName{Namespace: meta.Namespace, Name: meta.Name}
 		seen := d.seen[ref.kind.Kind]
@@ -180,20 +181,38 @@ func (d *decoder) extensionService(i int, pb *tributaryv1.ExtensionService, p *p
 	es.Spec.Services = carve(&d.targets, len(targets))
 	for j, t := range targets {
 		checkPort(ref, p, "spec.services", j, t.GetPort())
+		if name := t.GetName(); targetNameLimit.tooLong(name) {
+			targetNameLimit.report(ref, p, fmt.Sprintf("spec.services[%d].name", j), len(name))
+		}
 		es.Spec.Services[j] = source.ExtensionServiceTarget{Name: t.GetName(), Port: t.GetPort(), Weight: t.GetWeight()}
 	}
 	if v := spec.GetValidation(); v != nil {
+		caSecretLimit.check(ref, p, "spec.validation.caSecret", v.GetCaSecret())
+		subjectNameLimit.check(ref, p, "spec.validation.subjectName", v.GetSubjectName())
+		for j, n := range v.GetSubjectNames() {
+			if subjectNameLimit.tooLong(n) {
+				subjectNameLimit.report(ref, p, fmt.Sprintf("spec.validation.subjectNames[%d]", j), len(n))
+			}
+		}
 		es.Spec.Validation = &source.UpstreamValidation{CASecret: v.GetCaSecret(), SubjectName: v.GetSubjectName(), SubjectNames: v.GetSubjectNames()}
 	}
 	if spec != nil {
+		if spec.Protocol != nil {
+			keywordLimit.check(ref, p, "spec.protocol", *spec.Protocol)
+		}
 		es.Spec.Protocol = spec.Protocol
 	}
 	if lb := spec.GetLoadBalancerPolicy(); lb != nil {
+		keywordLimit.check(ref, p, "spec.loadBalancerPolicy.strategy", lb.GetStrategy())
 		es.Spec.LoadBalancerPolicy = &source.LoadBalancerPolicy{Strategy: lb.GetStrategy()}
 	}
 	if tp := spec.GetTimeoutPolicy(); tp != nil {
+		durationLimit.check(ref, p, "spec.timeoutPolicy.response", tp.GetResponse())
+		durationLimit.check(ref, p, "spec.timeoutPolicy.idle", tp.GetIdle())
+		durationLimit.check(ref, p, "spec.timeoutPolicy.idleConnection", tp.GetIdleConnection())
 		es.Spec.TimeoutPolicy = &source.TimeoutPolicy{Response: tp.GetResponse(), Idle: tp.GetIdle(), IdleConnection: tp.GetIdleConnection()}
 	}
+	keywordLimit.check(ref, p, "spec.protocolVersion", spec.GetProtocolVersion())
 	es.Spec.ProtocolVersion = spec.GetProtocolVersion()
 	if cb := spec.GetCircuitBreakerPolicy(); cb != nil {
 		es.Spec.CircuitBreakerPolicy = decodeCircuitBreakers(cb)
@@ -207,10 +226,17 @@ func (d *decoder) service(i int, pb *tributaryv1.Service, p *problems) {
 	spec := pb.GetSpec()
 	svc.Type = spec.GetType()
 	svc.ExternalName = spec.GetExternalName()
+	keywordLimit.check(ref, p, "spec.type", svc.Type)
+	dnsNameLimit.check(ref, p, "spec.externalName", svc.ExternalName)
 	ports := spec.GetPorts()
 	svc.Ports = carve(&d.servicePorts, len(ports))
 	for j, sp := range ports {
 		checkPort(ref, p, "spec.ports", j, sp.GetPort())
+		if portNameLimit.tooLong(sp.GetName()) || targetPortLimit.tooLong(sp.GetTargetPort()) || keywordLimit.tooLong(sp.GetProtocol()) {
+			portNameLimit.check(ref, p, fmt.Sprintf("spec.ports[%d].name", j), sp.GetName())
+			targetPortLimit.check(ref, p, fmt.Sprintf("spec.ports[%d].targetPort", j), sp.GetTargetPort())
+			keywordLimit.check(ref, p, fmt.Sprintf("spec.ports[%d].protocol", j), sp.GetProtocol())
+		}
 		svc.Ports[j] = source.ServicePort{Name: sp.GetName(), Port: sp.GetPort(), TargetPort: sp.GetTargetPort(), Protocol: sp.GetProtocol()}
 	}
 	d.objs.Services = append(d.objs.Services, svc)
@@ -218,10 +244,13 @@ func (d *decoder) service(i int, pb *tributaryv1.Service, p *problems) {
 
 func (d *decoder) endpointSlice(i int, pb *tributaryv1.EndpointSlice, p *problems) {
 	ref := d.ref(i, apiKinds[source.KindEndpointSlice], pb.GetMetadata())
+	// A slice without the service-name label is decoded like any other:
+	// Kubernetes allows it (custom controllers make such slices), and
+	// translation ignores it, as Contour does (see
+	// source.EndpointSlice.ServiceName). In a Sync session it can still
+	// replace, as an upsert, a slice that had the label.
 	es := source.EndpointSlice{Meta: d.meta(ref, pb.GetMetadata(), p), AddressType: pb.GetAddressType()}
-	if pb.GetMetadata() != nil && es.Labels[source.ServiceNameLabel] == "" {
-		ref.report(p, `metadata.labels["`+source.ServiceNameLabel+`"]`, ReasonRequired, "is required")
-	}
+	keywordLimit.check(ref, p, "addressType", es.AddressType)
 	endpoints := pb.GetEndpoints()
 	es.Endpoints = carve(&d.endpoints, len(endpoints))
 	for j, e := range endpoints {
@@ -230,6 +259,7 @@ func (d *decoder) endpointSlice(i int, pb *tributaryv1.EndpointSlice, p *problem
 		c := e.GetConditions()
 		dst := &es.Endpoints[j]
 		dst.Addresses = e.GetAddresses()
+		checkAddresses(ref, p, j, dst.Addresses)
 		if c != nil {
 			dst.Ready, dst.Serving, dst.Terminating = c.Ready, c.Serving, c.Terminating
 		}
@@ -243,6 +273,12 @@ func (d *decoder) endpointSlice(i int, pb *tributaryv1.EndpointSlice, p *problem
 		if ep.Port != nil {
 			checkPort(ref, p, "ports", j, *ep.Port)
 		}
+		if ep.Name != nil {
+			portNameLimit.check(ref, p, fmt.Sprintf("ports[%d].name", j), *ep.Name)
+		}
+		if ep.Protocol != nil {
+			keywordLimit.check(ref, p, fmt.Sprintf("ports[%d].protocol", j), *ep.Protocol)
+		}
 		es.Ports[j] = source.EndpointPort{Name: ep.Name, Port: ep.Port, Protocol: ep.Protocol}
 	}
 	d.objs.EndpointSlices = append(d.objs.EndpointSlices, es)
@@ -251,6 +287,11 @@ func (d *decoder) endpointSlice(i int, pb *tributaryv1.EndpointSlice, p *problem
 func (d *decoder) secret(i int, pb *tributaryv1.Secret, p *problems) {
 	ref := d.ref(i, apiKinds[source.KindSecret], pb.GetMetadata())
 	s := source.Secret{Meta: d.meta(ref, pb.GetMetadata(), p), Type: pb.GetType()}
+	secretTypeLimit.check(ref, p, "type", s.Type)
+	if n := len(pb.GetCaCrt()) + len(pb.GetTlsCrt()); n > maxSecretDataBytes {
+		ref.report(p, "data", ReasonOutOfRange, fmt.Sprintf(
+			"holds %d bytes of ca.crt and tls.crt; Kubernetes stores at most %d bytes of data in a Secret", n, maxSecretDataBytes))
+	}
 	// Proto3 cannot tell an absent key from an empty one; both read as absent.
 	if b := pb.GetCaCrt(); len(b) > 0 {
 		s.CACrt = b
@@ -267,7 +308,29 @@ func (d *decoder) delegation(i int, pb *tributaryv1.TLSCertificateDelegation, p 
 	dels := pb.GetDelegations()
 	td.Delegations = carve(&d.certDelegations, len(dels))
 	for j, cd := range dels {
+		secretNameLimit.check(ref, p, fmt.Sprintf("delegations[%d].secretName", j), cd.GetSecretName())
+		for k, ns := range cd.GetTargetNamespaces() {
+			if namespaceLimit.tooLong(ns) {
+				namespaceLimit.report(ref, p, fmt.Sprintf("delegations[%d].targetNamespaces[%d]", j, k), len(ns))
+			}
+		}
 		td.Delegations[j] = source.CertificateDelegation{SecretName: cd.GetSecretName(), TargetNamespaces: cd.GetTargetNamespaces()}
 	}
 	d.objs.TLSCertificateDelegations = append(d.objs.TLSCertificateDelegations, td)
+}
+
+// checkAddresses checks the addresses of endpoint j of a slice: at most
+// maxEndpointAddresses, each at most addressLimit long. Whether they are
+// IPs is translation's to say, in a warning.
+func checkAddresses(ref objectRef, p *problems, j int, addresses []string) {
+	if len(addresses) > maxEndpointAddresses {
+		ref.report(p, fmt.Sprintf("endpoints[%d].addresses", j), ReasonOutOfRange, fmt.Sprintf(
+			"holds %d addresses; Kubernetes allows at most %d per endpoint", len(addresses), maxEndpointAddresses))
+		return
+	}
+	for k, a := range addresses {
+		if addressLimit.tooLong(a) {
+			addressLimit.report(ref, p, fmt.Sprintf("endpoints[%d].addresses[%d]", j, k), len(a))
+		}
+	}
 }

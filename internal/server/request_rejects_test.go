@@ -23,15 +23,15 @@ func TestDecodeRequestRejects(t *testing.T) {
 	target := func(port int32) *tributaryv1.ExtensionServiceSpec {
 		return &tributaryv1.ExtensionServiceSpec{Services: []*tributaryv1.ExtensionServiceTarget{{Name: "svc", Port: 443}, {Name: "svc", Port: port}}}
 	}
-	manyUnlabelled := make([]*tributaryv1.KubernetesObject, 20)
-	for i := range manyUnlabelled {
-		manyUnlabelled[i] = endpointSliceObject(meta("ns", fmt.Sprintf("s%d", i)), nil)
+	manyBadPorts := make([]*tributaryv1.KubernetesObject, 20)
+	for i := range manyBadPorts {
+		manyBadPorts[i] = serviceObject(meta("ns", fmt.Sprintf("s%d", i)), &tributaryv1.ServicePort{})
 	}
 	var manyViolations []violation
 	for i := range maxReportedViolations {
 		manyViolations = append(manyViolations, violation{
-			fmt.Sprintf(`objects[%d].endpointSlice.metadata.labels["kubernetes.io/service-name"]`, i), ReasonRequired,
-			fmt.Sprintf(`objects[%d] (EndpointSlice "ns/s%d"): metadata.labels["kubernetes.io/service-name"] is required`, i, i),
+			fmt.Sprintf(`objects[%d].service.spec.ports[0].port`, i), ReasonOutOfRange,
+			fmt.Sprintf(`objects[%d] (Service "ns/s%d"): spec.ports[0].port 0 is outside 1..65535`, i, i),
 		})
 	}
 
@@ -82,11 +82,6 @@ func TestDecodeRequestRejects(t *testing.T) {
 		}},
 		wantMsg: `objects[3] (Service "ns/a"): metadata.name duplicates objects[0]: two Services have the same namespace and name`,
 		want:    []violation{{"objects[3].service.metadata.name", ReasonDuplicate, `objects[3] (Service "ns/a"): metadata.name duplicates objects[0]: two Services have the same namespace and name`}},
-	}, {
-		name:    "EndpointSlice without its Service label",
-		req:     &tributaryv1.TranslateRequest{Objects: []*tributaryv1.KubernetesObject{endpointSliceObject(meta("ns", "name"), nil)}},
-		wantMsg: `objects[0] (EndpointSlice "ns/name"): metadata.labels["kubernetes.io/service-name"] is required`,
-		want:    []violation{{`objects[0].endpointSlice.metadata.labels["kubernetes.io/service-name"]`, ReasonRequired, `objects[0] (EndpointSlice "ns/name"): metadata.labels["kubernetes.io/service-name"] is required`}},
 	}, {
 		name:    "target port zero",
 		req:     &tributaryv1.TranslateRequest{Objects: []*tributaryv1.KubernetesObject{extensionServiceObject(meta("ns", "ext"), target(0))}},
@@ -139,10 +134,12 @@ func TestDecodeRequestRejects(t *testing.T) {
 		wantMsg: `settings.xdsClusterName "contour\nx" contains a control character`,
 		want:    []violation{{"settings.xdsClusterName", ReasonInvalidCharacters, `settings.xdsClusterName "contour\nx" contains a control character`}},
 	}, {
-		name:    "xDS cluster name too long for an authority",
-		req:     &tributaryv1.TranslateRequest{Settings: &tributaryv1.Settings{XdsClusterName: strings.Repeat("c", maxAuthorityLen+1)}},
-		wantMsg: `settings.xdsClusterName is 16385 bytes long; Envoy takes at most 16384 in an HTTP authority`,
-		want:    []violation{{"settings.xdsClusterName", ReasonOutOfRange, `settings.xdsClusterName is 16385 bytes long; Envoy takes at most 16384 in an HTTP authority`}},
+		// Every Cluster repeats the name: 16 KB names made 4,000
+		// ExtensionServices a 133 MB response.
+		name:    "xDS cluster name too long",
+		req:     &tributaryv1.TranslateRequest{Settings: &tributaryv1.Settings{XdsClusterName: strings.Repeat("c", 254)}},
+		wantMsg: `settings.xdsClusterName is 254 bytes long; ` + xdsClusterNameLimit.why,
+		want:    []violation{{"settings.xdsClusterName", ReasonOutOfRange, `settings.xdsClusterName is 254 bytes long; ` + xdsClusterNameLimit.why}},
 	}, {
 		name: "every problem is reported, settings first",
 		req: &tributaryv1.TranslateRequest{
@@ -157,8 +154,8 @@ func TestDecodeRequestRejects(t *testing.T) {
 		},
 	}, {
 		name:    "violations are capped, the count is not",
-		req:     &tributaryv1.TranslateRequest{Objects: manyUnlabelled},
-		wantMsg: `objects[0] (EndpointSlice "ns/s0"): metadata.labels["kubernetes.io/service-name"] is required (and 19 more problems)`,
+		req:     &tributaryv1.TranslateRequest{Objects: manyBadPorts},
+		wantMsg: `objects[0] (Service "ns/s0"): spec.ports[0].port 0 is outside 1..65535 (and 19 more problems)`,
 		want:    manyViolations,
 	}, {
 		name:    "long values are shortened",

@@ -23,8 +23,8 @@ func decodeSettings(pb *tributaryv1.Settings, at string, p *problems) source.Set
 		field := at + ".xdsClusterName"
 		if bad := badText(name); bad != "" {
 			p.add(field, ReasonInvalidCharacters, fmt.Sprintf("%s %s %s", field, source.Quote(name), bad))
-		} else if len(name) > maxAuthorityLen {
-			p.add(field, ReasonOutOfRange, fmt.Sprintf("%s is %d bytes long; Envoy takes at most %d in an HTTP authority", field, len(name), maxAuthorityLen))
+		} else {
+			xdsClusterNameLimit.checkSetting(p, field, name)
 		}
 		s.XDSClusterName = name
 	}
@@ -32,6 +32,7 @@ func decodeSettings(pb *tributaryv1.Settings, at string, p *problems) source.Set
 		field := at + ".connectTimeout"
 		d, err := time.ParseDuration(raw)
 		switch {
+		case !durationLimit.checkSetting(p, field, raw):
 		case err != nil:
 			p.add(field, ReasonInvalidDuration, field+": "+source.Truncate(err.Error()))
 		case d < 0:
@@ -58,6 +59,9 @@ func decodeSettings(pb *tributaryv1.Settings, at string, p *problems) source.Set
 		}
 	}
 	if tls := pb.GetUpstreamTls(); tls != nil {
+		keywordLimit.checkSetting(p, at+".upstreamTls.minimumProtocolVersion", tls.GetMinimumProtocolVersion())
+		keywordLimit.checkSetting(p, at+".upstreamTls.maximumProtocolVersion", tls.GetMaximumProtocolVersion())
+		checkCipherSuites(p, at+".upstreamTls.cipherSuites", tls.GetCipherSuites())
 		s.UpstreamTLS = &source.UpstreamTLS{
 			MinimumProtocolVersion: tls.GetMinimumProtocolVersion(),
 			MaximumProtocolVersion: tls.GetMaximumProtocolVersion(),
@@ -74,5 +78,19 @@ func decodeCircuitBreakers(pb *tributaryv1.CircuitBreakers) *source.CircuitBreak
 		MaxRequests:           pb.GetMaxRequests(),
 		MaxRetries:            pb.GetMaxRetries(),
 		PerHostMaxConnections: pb.GetPerHostMaxConnections(),
+	}
+}
+
+// checkCipherSuites bounds the list, which every h2 Cluster repeats: at
+// most maxCipherSuites names, each within cipherSuiteLimit. Whether Envoy
+// knows them is Envoy's to say.
+func checkCipherSuites(p *problems, field string, suites []string) {
+	if len(suites) > maxCipherSuites {
+		p.add(field, ReasonOutOfRange, fmt.Sprintf(
+			"%s holds %d names; at most %d: BoringSSL knows fewer than 30 cipher suites, and every h2 Cluster repeats the list", field, len(suites), maxCipherSuites))
+		return
+	}
+	for i, suite := range suites {
+		cipherSuiteLimit.checkSetting(p, fmt.Sprintf("%s[%d]", field, i), suite)
 	}
 }

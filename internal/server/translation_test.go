@@ -214,7 +214,7 @@ func TestTranslateInProcess(t *testing.T) {
 func TestSettingsAtTheirLimitsGiveValidResources(t *testing.T) {
 	req := smallRequest()
 	req.Settings = &tributaryv1.Settings{
-		XdsClusterName: strings.Repeat("x/", maxAuthorityLen/2),
+		XdsClusterName: strings.Repeat("x/", xdsClusterNameLimit.max/2),
 		ConnectTimeout: "1ns",
 	}
 	resp, err := NewTranslationService().Translate(t.Context(), req)

@@ -116,6 +116,15 @@ type EndpointSlice struct {
 	Ports       []EndpointPort
 }
 
+// ServiceName is the Service the slice belongs to: the value of its
+// ServiceNameLabel, with ok false when the label is absent or empty. A
+// slice of no Service is one Kubernetes allows (custom controllers make
+// them) and translation ignores, as Contour does.
+func (s *EndpointSlice) ServiceName() (name string, ok bool) {
+	name = s.Labels[ServiceNameLabel]
+	return name, name != ""
+}
+
 // Endpoint mirrors one entry of EndpointSlice.endpoints. Nil conditions are
 // unset, which Kubernetes distinguishes from false.
 type Endpoint struct {
