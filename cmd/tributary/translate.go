@@ -11,6 +11,7 @@ import (
 	"google.golang.org/genproto/googleapis/rpc/errdetails"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
+	discovery_v1 "k8s.io/api/discovery/v1"
 
 	"github.com/tributary-dev/tributary/client/contour"
 	tributaryv1 "github.com/tributary-dev/tributary/gen/go/tributary/v1"
@@ -60,9 +61,17 @@ func runTranslate(ctx context.Context, args []string, std stdio) int {
 	if err != nil {
 		return fail(err)
 	}
+	notes := notes{std: std}
 	for _, s := range manifests.Skipped {
-		std.errorf("tributary translate: note: %s: skipped %s\n", s.Position, describeSkipped(s))
+		notes.add("%s: skipped %s", s.Position, describeSkipped(s))
 	}
+	for _, o := range manifests.Objects {
+		if slice, ok := o.Object.(*discovery_v1.EndpointSlice); ok && slice.Labels[discovery_v1.LabelServiceName] == "" {
+			notes.add("%s: ignored EndpointSlice %s (its %s label is missing or empty: it belongs to no Service)",
+				o.Position, strconv.Quote(slice.Namespace+"/"+slice.Name), discovery_v1.LabelServiceName)
+		}
+	}
+	notes.flush()
 
 	req := &tributaryv1.TranslateRequest{Settings: contour.Settings(settings)}
 	positions := make([]manifest.Position, 0, len(manifests.Objects))
@@ -101,6 +110,33 @@ func readSettings(path string) (*contour.Config, error) {
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
 	return &c, nil
+}
+
+// maxNotes bounds the notes one run prints: manifests of a whole cluster
+// can hold thousands of objects translation does not read, and a note per
+// object would bury the output.
+const maxNotes = 20
+
+// notes prints "tributary translate: note: ..." lines on stderr, one per
+// object translation skips or ignores, up to maxNotes, then how many more
+// there were.
+type notes struct {
+	std stdio
+	n   int
+}
+
+func (n *notes) add(format string, args ...any) {
+	n.n++
+	if n.n <= maxNotes {
+		n.std.errorf("tributary translate: note: "+format+"\n", args...)
+	}
+}
+
+// flush says how many notes were left out.
+func (n *notes) flush() {
+	if more := n.n - maxNotes; more > 0 {
+		n.std.errorf("tributary translate: note: %d more objects skipped or ignored\n", more)
+	}
 }
 
 // describeSkipped gives `apps/v1 Deployment "ns/name" (not read by translation)`.

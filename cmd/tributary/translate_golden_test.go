@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"flag"
+	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -206,4 +207,25 @@ func exists(t *testing.T, path string) bool {
 		t.Fatal(err)
 	}
 	return true
+}
+
+// TestTranslateNotesBounded: past maxNotes objects skipped or ignored, the
+// notes stop and one line counts the rest.
+func TestTranslateNotesBounded(t *testing.T) {
+	var in strings.Builder
+	for i := range maxNotes + 5 {
+		fmt.Fprintf(&in, "---\napiVersion: v1\nkind: ConfigMap\nmetadata: {namespace: ns, name: cm-%d}\n", i)
+	}
+	var stdout, stderr bytes.Buffer
+	if code := run(context.Background(), []string{"translate", "-f", "-"}, stdio{in: strings.NewReader(in.String()), out: &stdout, err: &stderr}); code != 0 {
+		t.Fatalf("exit code %d; stderr:\n%s", code, stderr.String())
+	}
+	var want strings.Builder
+	for i := range maxNotes {
+		fmt.Fprintf(&want, "tributary translate: note: <stdin>: document %d: skipped v1 ConfigMap \"ns/cm-%d\" (not read by translation)\n", i+1, i)
+	}
+	want.WriteString("tributary translate: note: 5 more objects skipped or ignored\n")
+	if diff := cmp.Diff(want.String(), stderr.String()); diff != "" {
+		t.Errorf("stderr (-want +got):\n%s", diff)
+	}
 }
