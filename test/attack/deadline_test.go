@@ -119,12 +119,12 @@ func (rawCodec) Name() string { return "proto" }
 func deadlineAndShutdown(t *testing.T) {
 	r := report(t)
 	srv := startServer(t, r, ballastBytes, "--shutdown-timeout", shutdownTimeout.String())
-	// The calls' output stays under the send limit (64 MiB at most), so
-	// that without a deadline they would be translated, not refused; the
-	// deadline is a fraction of what four of them take together on two
-	// cores.
+	// The calls' output (21 and 25 MB) stays under the default send limit
+	// (32 MiB), so that without a deadline they would be translated, not
+	// refused; the deadline is a fraction of what four of them take
+	// together on two cores.
 	deadline := sized(250*time.Millisecond, 500*time.Millisecond)
-	fanOut := sized([3]int{100, 20, 400}, [3]int{150, 20, 400})
+	fanOut := sized([3]int{100, 20, 400}, [3]int{120, 20, 400})
 	req := encode(t, fanOutRequest(fanOut[0], fanOut[1], fanOut[2]))
 	r.sent = fmt.Sprintf("4 concurrent Translate calls with a %v deadline (%s each, %d ExtensionServices of %d×%d endpoints), then 4 more and SIGTERM",
 		deadline, kilobytes(len(req)), fanOut[0], fanOut[1], fanOut[2])
