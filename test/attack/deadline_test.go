@@ -38,24 +38,36 @@ const idleGuard = 5 * time.Second
 var finishedTranslate = regexp.MustCompile(`msg="finished call" .*grpc\.method=Translate .*grpc\.code=(\w+)`)
 
 // concurrently runs call n times at once, each over a connection of its
-// own, and returns their errors in order. The connections are ready
-// before the calls start, so that the calls' deadlines are not spent on
-// connecting.
+// own, and returns their errors in order; see readyConns and callAll.
 func concurrently(t *testing.T, srv *server, n int, call func(context.Context, *grpc.ClientConn) error) []error {
 	t.Helper()
-	errs := make([]error, n)
+	return callAll(t.Context(), readyConns(t, srv, n), call)
+}
+
+// readyConns opens n connections to the server and waits until they are
+// ready, so that calls made over them do not spend their deadlines on
+// connecting.
+func readyConns(t *testing.T, srv *server, n int) []*grpc.ClientConn {
+	t.Helper()
 	conns := make([]*grpc.ClientConn, n)
 	for i := range conns {
 		conns[i] = dial(t, srv.Address)
 		waitReady(t, conns[i])
 	}
+	return conns
+}
+
+// callAll runs call over each of conns at once, closes them when every
+// call has returned (the attackers leave: what their connections held on
+// the server must go too) and returns the calls' errors in order. It may
+// run on a goroutine of its own: it does not touch the test.
+func callAll(ctx context.Context, conns []*grpc.ClientConn, call func(context.Context, *grpc.ClientConn) error) []error {
+	errs := make([]error, len(conns))
 	var wg sync.WaitGroup
-	for i := range n {
-		wg.Go(func() { errs[i] = call(t.Context(), conns[i]) })
+	for i, conn := range conns {
+		wg.Go(func() { errs[i] = call(ctx, conn) })
 	}
 	wg.Wait()
-	// The attackers leave: what their connections held on the server
-	// must go too.
 	for _, conn := range conns {
 		_ = conn.Close()
 	}
@@ -113,8 +125,8 @@ func (rawCodec) Name() string { return "proto" }
 // Row 7: four expensive Translate calls whose deadline passes while the
 // server translates. The client gets DeadlineExceeded; so do the server's
 // log line and grpc_server_handled_total; the server stops working on them
-// (its CPU goes idle). Then four more such calls, without a deadline, are
-// in flight when SIGTERM comes: the server exits within --shutdown-timeout
+// (its CPU goes idle). Then four more such calls, their deadlines far off,
+// are in flight when SIGTERM comes: the server exits within --shutdown-timeout
 // and a few seconds.
 func deadlineAndShutdown(t *testing.T) {
 	r := report(t)
@@ -166,19 +178,17 @@ func deadlineAndShutdown(t *testing.T) {
 
 	// SIGTERM with four such calls in flight, with deadlines far off.
 	started, _ := metric(srv.scrape(t), "grpc_server_started_total", `grpc_method="Translate"`)
+	conns := readyConns(t, srv, 4)
 	var wg sync.WaitGroup
 	defer wg.Wait()
 	wg.Go(func() {
 		// How the calls end is incidental (the server closes their
-		// connections at the latest); that they end is checked by the
-		// wait above.
-		_ = concurrently(t, srv, 4, func(ctx context.Context, conn *grpc.ClientConn) error {
-			// The deadline only keeps a server that never ends them from
-			// hanging the test.
-			ctx, cancel := context.WithTimeout(ctx, guard)
-			defer cancel()
-			return req.translate(ctx, conn)
-		})
+		// connections at the latest); that the server exits is what
+		// counts. The deadline only keeps a server that never ends them
+		// from hanging the test.
+		ctx, cancel := context.WithTimeout(t.Context(), guard)
+		defer cancel()
+		_ = callAll(ctx, conns, req.translate)
 	})
 	// The server counts a unary call as started once it has read its
 	// request.
