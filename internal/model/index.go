@@ -21,7 +21,7 @@ type Index struct {
 	sliceByName map[source.NamespacedName]*source.EndpointSlice
 	secrets     map[source.NamespacedName]*secretEntry
 	delegations map[source.NamespacedName]*source.TLSCertificateDelegation
-	delegByNS   map[string][]*source.TLSCertificateDelegation // in name order
+	delegByNS   map[string]*namespaceDelegations
 }
 
 // NewIndex indexes objs.
@@ -32,7 +32,7 @@ func NewIndex(objs *source.Objects) *Index {
 		sliceByName: make(map[source.NamespacedName]*source.EndpointSlice, len(objs.EndpointSlices)),
 		secrets:     make(map[source.NamespacedName]*secretEntry, len(objs.Secrets)),
 		delegations: make(map[source.NamespacedName]*source.TLSCertificateDelegation),
-		delegByNS:   make(map[string][]*source.TLSCertificateDelegation),
+		delegByNS:   make(map[string]*namespaceDelegations),
 	}
 	for i := range objs.Services {
 		idx.PutService(&objs.Services[i])
@@ -107,9 +107,10 @@ func (idx *Index) PutTLSCertificateDelegation(d *source.TLSCertificateDelegation
 	name := d.NamespacedName()
 	idx.DeleteTLSCertificateDelegation(name)
 	idx.delegations[name] = d
-	list := idx.delegByNS[d.Namespace]
+	list := idx.Delegations(d.Namespace)
 	at, _ := slices.BinarySearchFunc(list, d.Name, func(e *source.TLSCertificateDelegation, name string) int { return cmp.Compare(e.Name, name) })
-	idx.delegByNS[d.Namespace] = slices.Insert(list, at, d)
+	// A new value, not the old one changed: its grants start afresh.
+	idx.delegByNS[d.Namespace] = &namespaceDelegations{list: slices.Insert(list, at, d)}
 }
 
 // DeleteTLSCertificateDelegation forgets the named delegation.
@@ -119,12 +120,12 @@ func (idx *Index) DeleteTLSCertificateDelegation(name source.NamespacedName) {
 		return
 	}
 	delete(idx.delegations, name)
-	list := slices.DeleteFunc(idx.delegByNS[name.Namespace], func(e *source.TLSCertificateDelegation) bool { return e == old })
+	list := slices.DeleteFunc(idx.Delegations(name.Namespace), func(e *source.TLSCertificateDelegation) bool { return e == old })
 	if len(list) == 0 {
 		delete(idx.delegByNS, name.Namespace)
 		return
 	}
-	idx.delegByNS[name.Namespace] = list
+	idx.delegByNS[name.Namespace] = &namespaceDelegations{list: list}
 }
 
 // EndpointSlice returns the named EndpointSlice, or nil.
@@ -160,5 +161,18 @@ func (idx *Index) secretEntry(name source.NamespacedName) *secretEntry {
 // Delegations returns the TLSCertificateDelegations in a namespace, in name
 // order. The caller must not modify the returned slice.
 func (idx *Index) Delegations(namespace string) []*source.TLSCertificateDelegation {
-	return idx.delegByNS[namespace]
+	if d := idx.delegByNS[namespace]; d != nil {
+		return d.list
+	}
+	return nil
+}
+
+// delegationGrant returns what the delegations of the Secret's namespace
+// grant it, or nil.
+func (idx *Index) delegationGrant(secret source.NamespacedName) *delegationGrant {
+	d := idx.delegByNS[secret.Namespace]
+	if d == nil {
+		return nil
+	}
+	return d.grant(secret.Name)
 }

@@ -242,3 +242,63 @@ func TestStatusQuotesBounded(t *testing.T) {
 		t.Errorf("(-want +got):\n%s", diff)
 	}
 }
+
+// TestDelegationGrantsFollowChanges: the grants worked out for a namespace
+// go with any change to its delegations.
+func TestDelegationGrantsFollowChanges(t *testing.T) {
+	objs := xtWorld(t)
+	idx := NewIndex(&objs)
+	b := NewBuilder(idx, source.Settings{})
+	ca := source.NamespacedName{Namespace: "certs", Name: "ca"}
+	steps := []struct {
+		change func()
+		want   bool
+	}{
+		{func() {}, false},
+		{func() { idx.PutTLSCertificateDelegation(ptr(xtDelegation("ca", "a", xtNS))) }, true},
+		{func() { idx.PutTLSCertificateDelegation(ptr(xtDelegation("ca", "a"))) }, false}, // same name, replaced
+		{func() {
+			d := xtDelegation("ca", "*")
+			d.Name = "everyone"
+			idx.PutTLSCertificateDelegation(&d)
+		}, true},
+		{func() {
+			idx.DeleteTLSCertificateDelegation(source.NamespacedName{Namespace: "certs", Name: "everyone"})
+		}, false},
+	}
+	for i, step := range steps {
+		step.change()
+		if got := b.delegationPermitted(ca, xtNS); got != step.want {
+			t.Errorf("step %d: permitted = %v, want %v", i, got, step.want)
+		}
+	}
+}
+
+// BenchmarkBuildManyDelegations: 1,000 ExtensionServices validating against
+// a Secret of a namespace with 1,000 delegations. Each ExtensionService
+// walked every delegation of the namespace; now the grants are worked out
+// once and each costs a lookup.
+func BenchmarkBuildManyDelegations(b *testing.B) {
+	objs := xtWorld(b)
+	for i := range 1000 {
+		d := xtDelegation(fmt.Sprintf("other-%d", i), "a", "b", "c")
+		d.Name = fmt.Sprintf("d-%d", i)
+		objs.TLSCertificateDelegations = append(objs.TLSCertificateDelegations, d)
+	}
+	objs.TLSCertificateDelegations = append(objs.TLSCertificateDelegations, xtDelegation("ca", xtNS))
+	for i := range 1000 {
+		objs.ExtensionServices = append(objs.ExtensionServices, source.ExtensionService{
+			Meta: source.Meta{Namespace: xtNS, Name: fmt.Sprintf("authz-%d", i)},
+			Spec: source.ExtensionServiceSpec{Services: xtTarget, Validation: xtValidation("certs/ca")},
+		})
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		builder := NewBuilder(NewIndex(&objs), source.Settings{})
+		for i := range objs.ExtensionServices {
+			if ec, _ := builder.Build(&objs.ExtensionServices[i]); ec == nil {
+				b.Fatal("invalid")
+			}
+		}
+	}
+}

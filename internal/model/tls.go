@@ -182,29 +182,7 @@ func (b *Builder) lookupCASecret(name source.NamespacedName, namespace string) (
 // and lists namespace among its targets. As in Contour, "*" means every
 // namespace only when it is the sole target listed.
 func (b *Builder) delegationPermitted(secret source.NamespacedName, namespace string) bool {
-	if secret.Namespace == namespace {
-		return true
-	}
-	for _, d := range b.index.Delegations(secret.Namespace) {
-		for _, entry := range d.Delegations {
-			if entry.SecretName == secret.Name && delegatesTo(entry.TargetNamespaces, namespace) {
-				return true
-			}
-		}
-	}
-	return false
-}
-
-func delegatesTo(targets []string, namespace string) bool {
-	if len(targets) == 1 && targets[0] == "*" {
-		return true
-	}
-	for _, t := range targets {
-		if t == namespace {
-			return true
-		}
-	}
-	return false
+	return secret.Namespace == namespace || b.index.delegationGrant(secret).permits(namespace)
 }
 
 // checkServingBundle accepts PEM data holding at least one certificate and
