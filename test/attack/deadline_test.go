@@ -108,6 +108,29 @@ func (e encoded) translate(ctx context.Context, conn *grpc.ClientConn) error {
 	return conn.Invoke(ctx, tributaryv1.TranslationService_Translate_FullMethodName, []byte(e), &reply, grpc.ForceCodecV2(rawCodec{}))
 }
 
+// stall makes the call over a connection of its own, then never reads the
+// answer: the server's send of anything over the first 64 KiB (the
+// HTTP/2 stream's window, which grows only as the client reads) waits for
+// the client. The connection is closed when the test ends.
+func (e encoded) stall(t *testing.T, srv *server) {
+	t.Helper()
+	// A fixed window: gRPC's default, growing by itself, would let the
+	// server send on.
+	conn := dial(t, srv.Address, grpc.WithInitialWindowSize(1<<16), grpc.WithInitialConnWindowSize(1<<16))
+	ctx, cancel := context.WithCancel(t.Context())
+	t.Cleanup(cancel)
+	stream, err := conn.NewStream(ctx, &grpc.StreamDesc{}, tributaryv1.TranslationService_Translate_FullMethodName, grpc.ForceCodecV2(rawCodec{}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := stream.SendMsg([]byte(e)); err != nil {
+		t.Fatal(err)
+	}
+	if err := stream.CloseSend(); err != nil {
+		t.Fatal(err)
+	}
+}
+
 // rawCodec sends a []byte message as it is and receives one as it is.
 type rawCodec struct{}
 
@@ -125,8 +148,8 @@ func (rawCodec) Name() string { return "proto" }
 // Row 7: four expensive Translate calls whose deadline passes while the
 // server translates. The client gets DeadlineExceeded; so do the server's
 // log line and grpc_server_handled_total; the server stops working on them
-// (its CPU goes idle). Then four more such calls, their deadlines far off,
-// are in flight when SIGTERM comes: the server exits within --shutdown-timeout
+// (its CPU goes idle). Then four more such calls, whose clients never read
+// the answer, are in flight when SIGTERM comes: the server exits within --shutdown-timeout
 // and a few seconds.
 func deadlineAndShutdown(t *testing.T) {
 	r := report(t)
@@ -176,20 +199,13 @@ func deadlineAndShutdown(t *testing.T) {
 	srv.backToLevel(t)
 	srv.checkPeakRSS(t)
 
-	// SIGTERM with four such calls in flight, with deadlines far off.
+	// SIGTERM with four such calls in flight whose clients never read the
+	// answer: without the timeout, a graceful stop would wait for them
+	// forever.
 	started, _ := metric(srv.scrape(t), "grpc_server_started_total", `grpc_method="Translate"`)
-	conns := readyConns(t, srv, 4)
-	var wg sync.WaitGroup
-	defer wg.Wait()
-	wg.Go(func() {
-		// How the calls end is incidental (the server closes their
-		// connections at the latest); that the server exits is what
-		// counts. The deadline only keeps a server that never ends them
-		// from hanging the test.
-		ctx, cancel := context.WithTimeout(t.Context(), guard)
-		defer cancel()
-		_ = callAll(ctx, conns, req.translate)
-	})
+	for range 4 {
+		req.stall(t, srv)
+	}
 	// The server counts a unary call as started once it has read its
 	// request.
 	srv.waitMetric(t, started+4, "grpc_server_started_total", `grpc_method="Translate"`)
