@@ -75,6 +75,9 @@ type Session struct {
 	rebuilds []translate.Rebuild
 	// undo lists what the current Apply changed, to take back (rollback).
 	undo []undo
+	// estimates holds the estimate of each of order as the current Apply
+	// leaves it.
+	estimates []translate.Estimate
 
 	// observeRebuild, when set (by tests), is told which ExtensionServices
 	// each Apply rebuilt or removed, in order.
@@ -95,9 +98,8 @@ type extension struct {
 	// invalid (it has no resources then).
 	clusterVersion, claVersion string
 	status                     model.Status
-	// estimate bounds the output of object as the session holds it; next
-	// is the estimate of the object the current Apply gives it.
-	estimate, next translate.Estimate
+	// estimate bounds the output of object as the session holds it.
+	estimate translate.Estimate
 }
 
 // New returns an empty session translating under settings (parsed and
@@ -161,32 +163,32 @@ func (s *Session) Apply(ctx context.Context, b *Batch, limits translate.Limits) 
 		return translate.Changes{}, err
 	}
 	s.output = output
-	for _, e := range s.order {
-		e.estimate = e.next
+	for i, e := range s.order {
+		e.estimate = s.estimates[i]
 	}
 	s.releaseScratch()
 	return d, nil
 }
 
 // checkOutput estimates the output of the ExtensionServices in s.order
-// (their next), and returns the session's output once they have it, or an
-// error when that could exceed limits.
+// into s.estimates, and returns the session's output once they have it, or
+// an error when that could exceed limits.
 func (s *Session) checkOutput(limits translate.Limits) (int64, error) {
 	s.estimator.Forget()
 	output := s.output
-	for _, e := range s.order {
-		e.next = translate.Estimate{}
+	s.estimates = slices.Grow(s.estimates[:0], len(s.order))[:len(s.order)]
+	for i, e := range s.order {
+		s.estimates[i] = translate.Estimate{}
 		if e.object != nil {
-			e.next = s.estimator.Estimate(e.object)
+			s.estimates[i] = s.estimator.Estimate(e.object)
 		}
-		output += e.next.Bytes - e.estimate.Bytes
+		output += s.estimates[i].Bytes - e.estimate.Bytes
 	}
 	err := limits.Check(output, func() string {
 		var t translate.Tally
 		for _, e := range s.extensions {
-			// Those of s.order are all dirty; the others' next is stale.
-			if _, dirty := slices.BinarySearchFunc(s.order, e.name, byName); dirty {
-				t.Add(e.name, &e.next)
+			if i, changed := slices.BinarySearchFunc(s.order, e.name, byName); changed {
+				t.Add(e.name, &s.estimates[i])
 			} else {
 				t.Add(e.name, &e.estimate)
 			}
@@ -410,11 +412,12 @@ func (s *Session) releaseScratch() {
 	clear(s.rebuilds)
 	clear(s.order)
 	clear(s.undo)
+	clear(s.estimates)
 	if len(s.order) > smallScratch || len(s.undo) > smallScratch {
-		s.order, s.rebuild, s.rebuilds, s.undo = nil, nil, nil, nil
+		s.order, s.rebuild, s.rebuilds, s.undo, s.estimates = nil, nil, nil, nil, nil
 		return
 	}
-	s.order, s.rebuild, s.rebuilds, s.undo = s.order[:0], s.rebuild[:0], s.rebuilds[:0], s.undo[:0]
+	s.order, s.rebuild, s.rebuilds, s.undo, s.estimates = s.order[:0], s.rebuild[:0], s.rebuilds[:0], s.undo[:0], s.estimates[:0]
 }
 
 // removeAll records in d that the deleted e no longer has any output.

@@ -10,7 +10,8 @@ import (
 )
 
 // BenchmarkTranslate runs the whole pipeline over the standard workload
-// (see workload.Standard): N ExtensionServices × 2 Services × M endpoints.
+// (see workload.Standard): N ExtensionServices × 2 Services × M endpoints,
+// as the server does, under its default 64 MiB bound on the output.
 // Building the input is not timed.
 func BenchmarkTranslate(b *testing.B) {
 	for _, n := range []int{100, 1000, 10000} {
@@ -20,7 +21,10 @@ func BenchmarkTranslate(b *testing.B) {
 				b.ReportAllocs()
 				b.ResetTimer()
 				for b.Loop() {
-					res := translate.Translate(objs, source.Settings{})
+					res, err := translate.Bounded(b.Context(), objs, source.Settings{}, translate.Limits{MaxOutputBytes: 64 << 20})
+					if err != nil {
+						b.Fatal(err)
+					}
 					if len(res.ClusterLoadAssignments) != n {
 						b.Fatalf("got %d CLAs, want %d", len(res.ClusterLoadAssignments), n)
 					}

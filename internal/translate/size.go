@@ -47,9 +47,9 @@ type Estimate struct {
 }
 
 // Estimator bounds the output of ExtensionServices against one Index and
-// Settings (see Estimate). It remembers what it counted per target Service
-// until Forget, so that a thousand ExtensionServices targeting one large
-// Service cost one pass over its endpoints: call Forget whenever the
+// Settings (see Estimate). It remembers what it counted per large target
+// Service until Forget, so that a thousand ExtensionServices targeting one
+// large Service cost one pass over its endpoints: call Forget whenever the
 // Index changes. An Estimator is not safe for concurrent use.
 type Estimator struct {
 	index    *model.Index
@@ -122,7 +122,19 @@ func NewEstimator(idx *model.Index, settings source.Settings) *Estimator {
 }
 
 // Forget drops what e remembers of target Services: the Index changed.
-func (e *Estimator) Forget() { clear(e.targets) }
+func (e *Estimator) Forget() {
+	if len(e.targets) > forgetInPlace {
+		// A map keeps its size after clear, and clearing costs that size:
+		// after a pass over many targets, every later Forget would pay for
+		// them.
+		e.targets = map[source.NamespacedName]targetEstimate{}
+		return
+	}
+	clear(e.targets)
+}
+
+// forgetInPlace is the size up to which Forget clears the map it has.
+const forgetInPlace = 64
 
 // Estimate bounds the output of es.
 func (e *Estimator) Estimate(es *source.ExtensionService) Estimate {
@@ -160,7 +172,9 @@ func (e *Estimator) Estimate(es *source.ExtensionService) Estimate {
 
 // target bounds the endpoints of the Service named service: every address
 // of every slice labelled for it, once per port of the slice (an unnamed
-// Service port matches every TCP port of a slice).
+// Service port matches every TCP port of a slice). Only large targets are
+// remembered: counting a small one again costs less than a map entry, and
+// most targets are small and used once.
 func (e *Estimator) target(service source.NamespacedName) targetEstimate {
 	if t, ok := e.targets[service]; ok {
 		return t
@@ -180,9 +194,15 @@ func (e *Estimator) target(service source.NamespacedName) targetEstimate {
 			}
 		}
 	}
-	e.targets[service] = t
+	if t.endpoints >= rememberedTarget {
+		e.targets[service] = t
+	}
 	return t
 }
+
+// rememberedTarget is the number of endpoints from which a target's
+// estimate is remembered (see target).
+const rememberedTarget = 1024
 
 // speaksTLS reports whether an ExtensionService of that spec.protocol gets
 // a TLS transport socket: every protocol but the cleartext ones (an

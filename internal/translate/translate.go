@@ -61,8 +61,8 @@ type Limits struct {
 // resource becomes. The worst field is an endpoint with the shortest
 // address: "::1" on port 1 is 15 bytes encoded and 71 bytes of JSON, plus
 // the spaces protojson may add (it varies its whitespace from build to
-// build); a CA bundle, in base64, grows by a third. TestEstimateBoundsOutput
-// holds it.
+// build); a CA bundle, in base64, grows by a third.
+// TestEstimateBoundsShortAddresses holds it at its worst.
 const jsonExpansion = 6
 
 // Check returns a *TooLargeError when an output whose Estimates sum to
