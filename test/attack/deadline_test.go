@@ -33,9 +33,11 @@ const (
 // both cores busy several times longer.
 const idleGuard = 5 * time.Second
 
-// finishedTranslate matches the server's log line for the end of a
-// Translate call, with its code.
-var finishedTranslate = regexp.MustCompile(`msg="finished call" .*grpc\.method=Translate .*grpc\.code=(\w+)`)
+// endedTranslate matches the server's log line for the end of a Translate
+// call, with its code: "finished call" for a call that reached the service,
+// or "refused a call before it reached the service" for one whose deadline
+// passed while gRPC was still reading it.
+var endedTranslate = regexp.MustCompile(`msg="(finished call|refused a call before it reached the service)" .*grpc\.method=(?:Translate|/tributary\.v1\.TranslationService/Translate) .*grpc\.code=(\w+)`)
 
 // concurrently runs call n times at once, each over a connection of its
 // own, and returns their errors in order; see readyConns and callAll.
@@ -158,12 +160,12 @@ func deadlineAndShutdown(t *testing.T) {
 	// (32 MiB), so that without a deadline they would be translated, not
 	// refused; the deadline is a fraction of what four of them take
 	// together on two cores.
-	deadline := sized(250*time.Millisecond, 500*time.Millisecond)
+	deadline := sized(400*time.Millisecond, 500*time.Millisecond)
 	fanOut := sized([3]int{100, 20, 400}, [3]int{120, 20, 400})
 	req := encode(t, fanOutRequest(fanOut[0], fanOut[1], fanOut[2]))
 	r.sent = fmt.Sprintf("4 concurrent Translate calls with a %v deadline (%s each, %d ExtensionServices of %d×%d endpoints), then 4 more and SIGTERM",
 		deadline, kilobytes(len(req)), fanOut[0], fanOut[1], fanOut[2])
-	finishedBefore := len(finishedTranslate.FindAllString(srv.Log(), -1))
+	endedBefore := len(endedTranslate.FindAllString(srv.Log(), -1))
 
 	var errs []error
 	r.timed(func() {
@@ -181,19 +183,32 @@ func deadlineAndShutdown(t *testing.T) {
 	}
 
 	srv.waitIdle(t)
-	var codesLogged []string
+	// A call whose deadline passed before gRPC had read it never reached
+	// the service (which then did no work for it, as it should): on a
+	// loaded machine that happens. The calls that did reach it are the
+	// ones to check.
+	var reached []string
 	testproc.WaitFor(t, "the server to log the end of the four calls", func() bool {
-		codesLogged = codesLogged[:0]
-		for _, m := range finishedTranslate.FindAllStringSubmatch(srv.Log(), -1)[finishedBefore:] {
-			codesLogged = append(codesLogged, m[1])
+		ended := endedTranslate.FindAllStringSubmatch(srv.Log(), -1)[endedBefore:]
+		reached = reached[:0]
+		for _, m := range ended {
+			if m[1] == "finished call" {
+				reached = append(reached, m[2])
+			}
 		}
-		return len(codesLogged) >= 4
+		return len(ended) >= 4
 	})
-	if fmt.Sprint(codesLogged) != "[DeadlineExceeded DeadlineExceeded DeadlineExceeded DeadlineExceeded]" {
-		t.Errorf("the server logged the four calls with codes %v, want DeadlineExceeded each", codesLogged)
+	if len(reached) == 0 {
+		t.Fatalf("none of the four calls reached the service before its deadline: make the deadline longer")
 	}
-	if n, _ := metric(srv.scrape(t), "grpc_server_handled_total", `grpc_method="Translate"`, `grpc_code="DeadlineExceeded"`); n != 4 {
-		t.Errorf(`grpc_server_handled_total{grpc_method="Translate",grpc_code="DeadlineExceeded"} is %v, want 4`, n)
+	for _, code := range reached {
+		if code != "DeadlineExceeded" {
+			t.Errorf("the server logged the %d calls that reached the service with codes %v, want DeadlineExceeded each", len(reached), reached)
+			break
+		}
+	}
+	if n, _ := metric(srv.scrape(t), "grpc_server_handled_total", `grpc_method="Translate"`, `grpc_code="DeadlineExceeded"`); n != float64(len(reached)) {
+		t.Errorf(`grpc_server_handled_total{grpc_method="Translate",grpc_code="DeadlineExceeded"} is %v, want %d (the calls that reached the service)`, n, len(reached))
 	}
 	srv.checkLegitStillServed(t)
 	srv.backToLevel(t)
