@@ -30,7 +30,8 @@ func (g *GRPCLog) Use(l *slog.Logger) { g.logger.Store(l) }
 
 func (g *GRPCLog) log(level slog.Level, text string) {
 	l := orDefaultLogger(g.logger.Load())
-	text = strings.TrimSpace(text)
+	// gRPC's reasons may quote what a peer sent (a bogus greeting).
+	text = clipError(strings.TrimSpace(text))
 	if level == slog.LevelInfo {
 		level = slog.LevelDebug
 		if strings.Contains(text, "failed to create ServerTransport") {

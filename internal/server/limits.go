@@ -3,11 +3,13 @@ package server
 import (
 	"fmt"
 	"sync/atomic"
+	"time"
 
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
 	tributaryv1 "github.com/tributary-dev/tributary/gen/go/tributary/v1"
+	"github.com/tributary-dev/tributary/internal/metrics"
 	"github.com/tributary-dev/tributary/internal/session"
 )
 
@@ -32,6 +34,12 @@ const (
 	// connection is plenty; the bound keeps one client from queueing
 	// unbounded work and memory (each call may hold a whole request).
 	DefaultMaxConcurrentStreams = 16
+	// DefaultSyncStartTimeout bounds how long a Sync stream may stay
+	// without its SyncStart. A client sends its start as it opens the
+	// stream; one that does not within seconds is broken or hostile, and
+	// each such stream still holds a goroutine and a stream of its
+	// connection.
+	DefaultSyncStartTimeout = 10 * time.Second
 )
 
 // ReasonResourceExhausted marks a batch rejected because the session would
@@ -47,6 +55,9 @@ type syncLimits struct {
 	// maxSendBytes bounds one answer (Options.MaxSendMsgSize): a Translate
 	// response, or a Sync session's whole output (see output).
 	maxSendBytes int
+	// startTimeout bounds the wait for a stream's SyncStart; 0 means
+	// DefaultSyncStartTimeout.
+	startTimeout time.Duration
 	// sessions counts the server's open sessions; nil counts nothing.
 	sessions *sessionSlots
 }
@@ -56,19 +67,27 @@ func newSyncLimits(opts Options) syncLimits {
 		maxBatchObjects: opts.MaxBatchObjects,
 		maxSessionBytes: opts.MaxSessionBytes,
 		maxSendBytes:    opts.MaxSendMsgSize,
-		sessions:        &sessionSlots{max: int64(orDefault(opts.MaxSessions, DefaultMaxSessions))},
+		startTimeout:    opts.SyncStartTimeout,
+		sessions:        &sessionSlots{max: int64(orDefault(opts.MaxSessions, DefaultMaxSessions)), metrics: opts.Metrics},
 	}
 }
 
-// sessionSlots admits at most max sessions at once.
+// sessionSlots admits at most max sessions at once. Its count is the one
+// source of tributary_sync_sessions_active: a slot taken moves the gauge up
+// and a slot given back moves it down, in the same step, so the two never
+// disagree.
 type sessionSlots struct {
-	max    int64
-	active atomic.Int64
+	max     int64
+	active  atomic.Int64
+	metrics *metrics.Metrics // nil records nothing
 }
 
 // admitSession takes a session slot, to give back with release when the
 // session ends, or fails with ResourceExhausted when every slot is taken.
-// The client may retry later, or on another replica.
+// The client may retry later, or on another replica. A stream takes its
+// slot once its SyncStart is read and valid: streams that have sent nothing
+// hold none, so they cannot lock sessions out (DefaultSyncStartTimeout
+// bounds how long they stay).
 func (l syncLimits) admitSession() (release func(), err error) {
 	slots := l.sessions
 	if slots == nil {
@@ -78,7 +97,11 @@ func (l syncLimits) admitSession() (release func(), err error) {
 		slots.active.Add(-1)
 		return nil, status.Errorf(codes.ResourceExhausted, "the server holds %d Sync sessions, its limit; retry later", slots.max)
 	}
-	return func() { slots.active.Add(-1) }, nil
+	slots.metrics.SessionStarted()
+	return func() {
+		slots.active.Add(-1)
+		slots.metrics.SessionEnded()
+	}, nil
 }
 
 // sessionBudget is what one session may still hold.

@@ -242,7 +242,9 @@ func TestSyncMessageSizeLimit(t *testing.T) {
 	// handler's own end: repeat, on a few streams at once, to give a wrong
 	// log line its chance, with the sender waiting for a batch (the first)
 	// or taking a delta out (the second, after a batch that was answered).
-	const calls, concurrently = 40, 4
+	// No more calls than one client's burst of warnings (peerWarningBurst),
+	// which are all logged.
+	const calls, concurrently = peerWarningBurst, 5
 	var wg sync.WaitGroup
 	for g := range concurrently {
 		wg.Go(func() {

@@ -17,7 +17,8 @@ import (
 // call log never sees them. The reached interceptors below mark every call
 // that does get that far; a call that ends in an error unmarked is logged.
 type refusedCalls struct {
-	logger *slog.Logger
+	logger   *slog.Logger
+	warnings *peerWarnings
 }
 
 var _ stats.Handler = refusedCalls{}
@@ -44,9 +45,19 @@ func (r refusedCalls) HandleRPC(ctx context.Context, s stats.RPCStats) {
 		return
 	}
 	st := status.Convert(end.Error)
-	attrs := []any{"grpc.method", mark.method, "grpc.code", st.Code().String(), "grpc.error", st.Message()}
+	// The method is the client's :path, which gRPC also refuses when it
+	// names no method: cut it like the error.
+	attrs := []any{"grpc.method", clipError(mark.method), "grpc.code", st.Code().String(), "grpc.error", clipError(st.Message())}
 	if p, ok := peer.FromContext(ctx); ok && p.Addr != nil {
-		attrs = append(attrs, "peer.address", p.Addr.String())
+		address := p.Addr.String()
+		allowed, suppressed := r.warnings.allow(address)
+		if !allowed {
+			return
+		}
+		attrs = append(attrs, "peer.address", address)
+		if suppressed > 0 {
+			attrs = append(attrs, "warnings.suppressed", suppressed)
+		}
 	}
 	r.logger.Warn("refused a call before it reached the service", attrs...)
 }

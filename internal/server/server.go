@@ -43,12 +43,37 @@ const connectionTimeout = 10 * time.Second
 
 // keepaliveParams make the server probe idle connections, so it notices
 // clients that vanished without closing (a node that died, a NAT that
-// forgot the flow), and close connections idle for long.
-var keepaliveParams = keepalive.ServerParameters{
-	MaxConnectionIdle: 15 * time.Minute,
-	Time:              1 * time.Minute,
-	Timeout:           20 * time.Second,
+// forgot the flow), close connections idle for long, and close every
+// connection once it is maxAge old (see DefaultMaxConnectionAge).
+func keepaliveParams(maxAge, grace time.Duration) keepalive.ServerParameters {
+	return keepalive.ServerParameters{
+		MaxConnectionIdle:     15 * time.Minute,
+		MaxConnectionAge:      maxAge,
+		MaxConnectionAgeGrace: grace,
+		Time:                  1 * time.Minute,
+		Timeout:               20 * time.Second,
+	}
 }
+
+// DefaultMaxConnectionAge is how long a client connection lives before the
+// server asks the client to open a new one (an HTTP/2 GOAWAY, with gRPC's
+// jitter of ±10%), so that clients spread over the replicas a scale-up
+// added instead of staying on the old ones for good. New calls go to the
+// new connection; calls open on the old one may go on for
+// DefaultMaxConnectionAgeGrace, then the connection closes and a Sync
+// session still on it ends with Unavailable: the Go client reconnects and
+// sends its objects again (a second or so of a Contour's endpoints). An
+// hour and a quarter of an hour cut a session at most once in 75 minutes.
+const (
+	DefaultMaxConnectionAge      = time.Hour
+	DefaultMaxConnectionAgeGrace = 15 * time.Minute
+)
+
+// DefaultMaxHeaderListSize bounds the request headers of one call, instead
+// of gRPC's 16 MiB: Tributary's clients send a few hundred bytes (path,
+// authority, content type, user agent, a deadline), so 64 KiB is far above
+// any of them, and 16 streams at the limit on a connection hold 1 MiB.
+const DefaultMaxHeaderListSize = 64 << 10
 
 // keepalivePolicy lets well-behaved clients keep a connection warm between
 // calls while refusing ping floods (the server closes a connection that
@@ -90,6 +115,19 @@ type Options struct {
 	// nothing).
 	MaxConcurrentStreams, MaxSessions, MaxBatchObjects int
 	MaxSessionBytes                                    int64
+	// MaxInflightBytes bounds the memory of the requests in flight in the
+	// whole server, counted as DecodeAmplification times their size on the
+	// wire: a message that does not fit is refused with ResourceExhausted
+	// before it is decoded (a Sync stream ends, after the answers it owes).
+	// 0 means DefaultMaxInflightBytes.
+	MaxInflightBytes int64
+	// SyncStartTimeout is how long a Sync stream may take to send its
+	// SyncStart; 0 means DefaultSyncStartTimeout. A stream holds no session
+	// slot before its start.
+	SyncStartTimeout time.Duration
+	// MaxConnectionAge and MaxConnectionAgeGrace: see
+	// DefaultMaxConnectionAge; 0 means the defaults.
+	MaxConnectionAge, MaxConnectionAgeGrace time.Duration
 	// Draining, when set, is closed as the server starts shutting down. A
 	// Sync stream never ends by itself, so GracefulStop would hold each
 	// one until its timeout; instead every open Sync call sends the
@@ -114,34 +152,54 @@ func NewGRPCServer(opts Options) *grpc.Server {
 	return newGRPCServer(opts, translationService{logger: orDefaultLogger(opts.Logger), metrics: opts.Metrics, xds: opts.XDS, limits: newSyncLimits(opts), draining: opts.Draining})
 }
 
+// orDefaultDuration is d, or def when d is not positive.
+func orDefaultDuration(d, def time.Duration) time.Duration {
+	if d <= 0 {
+		return def
+	}
+	return d
+}
+
 // newGRPCServer is NewGRPCServer over any TranslationService, so tests can
 // put a failing handler behind the production interceptors.
 func newGRPCServer(opts Options, translation tributaryv1.TranslationServiceServer) *grpc.Server {
 	logger := orDefaultLogger(opts.Logger)
 	unaryMetrics, streamMetrics := metricsInterceptors(opts.Metrics)
+	admission := &admissionCodec{budget: &inflightBudget{max: orDefault(opts.MaxInflightBytes, DefaultMaxInflightBytes)}}
+	warnings := newPeerWarnings()
 	s := grpc.NewServer(
 		grpc.MaxRecvMsgSize(orDefault(opts.MaxRecvMsgSize, DefaultMaxMsgSize)),
 		grpc.MaxSendMsgSize(orDefault(opts.MaxSendMsgSize, DefaultMaxMsgSize)),
 		grpc.MaxConcurrentStreams(uint32(orDefault(opts.MaxConcurrentStreams, DefaultMaxConcurrentStreams))),
+		grpc.MaxHeaderListSize(DefaultMaxHeaderListSize),
+		grpc.ForceServerCodecV2(admission),
 		grpc.Creds(opts.Credentials), // nil: plaintext
 		grpc.ConnectionTimeout(connectionTimeout),
-		grpc.KeepaliveParams(keepaliveParams),
+		grpc.KeepaliveParams(keepaliveParams(
+			orDefaultDuration(opts.MaxConnectionAge, DefaultMaxConnectionAge),
+			orDefaultDuration(opts.MaxConnectionAgeGrace, DefaultMaxConnectionAgeGrace))),
 		grpc.KeepaliveEnforcementPolicy(keepalivePolicy),
 		// Logging is outermost so it reports the code recovery produced;
-		// metrics count that code too. Session ids come first, for logging
-		// to put them on the line that ends a Sync call.
-		grpc.StatsHandler(refusedCalls{logger: logger}),
+		// metrics count that code too, and both the code the client got
+		// (call_code.go), which admission's refusals are part of. Session
+		// ids come first, for logging to put them on the line that ends a
+		// Sync call.
+		grpc.StatsHandler(refusedCalls{logger: logger, warnings: warnings}),
 		grpc.ChainUnaryInterceptor(
 			reachedUnary,
-			selector.UnaryServerInterceptor(logging.UnaryServerInterceptor(slogAdapter(logger), logOnFinish, callLevels(opts.Draining)), selector.MatchFunc(worthLogging)),
+			selector.UnaryServerInterceptor(logging.UnaryServerInterceptor(callLogger(logger, warnings), logOnFinish, callLevels(opts.Draining)), selector.MatchFunc(worthLogging)),
 			unaryMetrics,
+			clientCodeUnary,
+			admission.admitUnary,
 			recovery.UnaryServerInterceptor(recovery.WithRecoveryHandlerContext(recoverPanic(logger))),
 		),
 		grpc.ChainStreamInterceptor(
 			reachedStream,
 			sessionIDs,
-			selector.StreamServerInterceptor(logging.StreamServerInterceptor(slogAdapter(logger), logOnFinish, callLevels(opts.Draining)), selector.MatchFunc(worthLogging)),
+			selector.StreamServerInterceptor(logging.StreamServerInterceptor(callLogger(logger, warnings), logOnFinish, callLevels(opts.Draining)), selector.MatchFunc(worthLogging)),
 			streamMetrics,
+			clientCodeStream,
+			admission.admitStream,
 			recovery.StreamServerInterceptor(recovery.WithRecoveryHandlerContext(recoverPanic(logger))),
 		),
 	)
@@ -185,11 +243,18 @@ var logOnFinish = logging.WithLogOnEvents(logging.FinishCall)
 // callLevels is the middleware's default level per code, but for
 // Unavailable once the server drains (Options.Draining): Sync calls then
 // end with it by design, and connections that close with it are expected.
-// Before the drain, Unavailable stays a warning.
+// Before the drain, Unavailable stays a warning. InvalidArgument is a
+// warning too.
 func callLevels(draining <-chan struct{}) logging.Option {
 	return logging.WithLevels(func(code codes.Code) logging.Level {
-		if code == codes.Unavailable && closed(draining) {
+		switch {
+		case code == codes.Unavailable && closed(draining):
 			return logging.LevelInfo
+		case code == codes.InvalidArgument:
+			// A malformed request or message: the client's doing, worth a
+			// warning (rate limited per client, see callLogger), while
+			// the middleware's default says info.
+			return logging.LevelWarn
 		}
 		return logging.DefaultServerCodeToLevel(code)
 	})
@@ -199,13 +264,6 @@ func callLevels(draining <-chan struct{}) logging.Option {
 // kubelets probe every few seconds, which would bury the translations.
 func worthLogging(_ context.Context, call interceptors.CallMeta) bool {
 	return call.Service != healthpb.Health_ServiceDesc.ServiceName
-}
-
-// slogAdapter lets the logging interceptors write to a *slog.Logger.
-func slogAdapter(l *slog.Logger) logging.Logger {
-	return logging.LoggerFunc(func(ctx context.Context, level logging.Level, msg string, fields ...any) {
-		l.Log(ctx, slog.Level(level), msg, fields...)
-	})
 }
 
 // recoverPanic logs a handler's panic with its stack and answers Internal.

@@ -18,6 +18,10 @@ import (
 //   - with InvalidArgument, before anything is applied, when the first
 //     message is not a SyncStart or its settings are malformed (there is no
 //     session without settings);
+//   - with DeadlineExceeded when no SyncStart comes within
+//     Options.SyncStartTimeout (see startTimedOut);
+//   - with ResourceExhausted when the server holds Options.MaxSessions
+//     sessions already: a stream takes a session slot with its SyncStart;
 //   - with FailedPrecondition when a second SyncStart comes: settings are
 //     fixed for a session's life, and a client that wants others opens a new
 //     stream. Deltas for the batches before it are sent first;
@@ -26,8 +30,13 @@ import (
 //   - with OK once the client half-closes and every delta has been sent
 //     (a client that half-closes before its SyncStart gets OK and nothing);
 //   - with gRPC's own error when a message is over the size limit
-//     (ResourceExhausted) or cannot be decoded (Internal), after the deltas
-//     owed: gRPC answers the client itself, and the call log gets the same;
+//     (ResourceExhausted): gRPC answers the client itself, at once, and the
+//     answers owed are lost (the client reconnects and sends its objects
+//     again);
+//   - with InvalidArgument when a message cannot be decoded, and with
+//     ResourceExhausted when it does not fit in the server's in-flight
+//     budget (Options.MaxInflightBytes), after the answers owed: the
+//     admission codec (admission.go) leaves the decision to the session;
 //   - with the stream's error when the client cancels or goes away;
 //   - with Unavailable when the server starts draining (Options.Draining),
 //     once the answers to the batches applied so far have been sent.
@@ -53,15 +62,10 @@ func (t translationService) Sync(stream grpc.BidiStreamingServer[tributaryv1.Syn
 	if closed(t.draining) {
 		return errDraining
 	}
-	release, err := t.limits.admitSession()
-	if err != nil {
-		return err
-	}
-	defer release()
 	ctx, cancel := context.WithCancel(stream.Context())
 	defer cancel() // ends the receiver, unless it is in Recv: see receiver
 	in := startReceiver(ctx, stream)
-	first, err := in.first(ctx, t.draining)
+	first, err := in.first(ctx, t.draining, orDefaultDuration(t.limits.startTimeout, DefaultSyncStartTimeout))
 	if errors.Is(err, io.EOF) {
 		return nil
 	}
@@ -76,6 +80,11 @@ func (t translationService) Sync(stream grpc.BidiStreamingServer[tributaryv1.Syn
 	if err != nil {
 		return err
 	}
+	release, err := t.limits.admitSession()
+	if err != nil {
+		return err
+	}
+	defer release()
 
 	s := &syncCall{
 		session:     session.New(settings),

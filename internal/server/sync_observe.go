@@ -32,7 +32,6 @@ func (t translationService) observeSession(ctx context.Context, start *tributary
 	if o.metrics != nil {
 		o.reported = map[source.Kind]int{}
 	}
-	o.metrics.SessionStarted()
 	o.log.Debug("sync session started", "include_json", start.GetIncludeJson())
 	return o
 }
@@ -70,12 +69,12 @@ func (o *syncObserver) answered(resp *tributaryv1.SyncResponse, covered uint64) 
 }
 
 // end records that the session ended, with err (nil when the client
-// half-closed): the session no longer counts as active, nor do its objects.
+// half-closed): its objects no longer count (the session stops counting as
+// active when it gives its slot back, see admitSession).
 func (o *syncObserver) end(err error) {
 	for k, n := range o.reported {
 		o.metrics.AddSessionObjects(k.String(), -n)
 	}
-	o.metrics.SessionEnded()
 	o.log.Debug("sync session ended", "batches", o.batches, "rejected", o.rejections, "answers", o.answers,
 		"coalesced", o.coalesced, "duration", time.Since(o.began), "error", err)
 }

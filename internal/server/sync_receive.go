@@ -4,8 +4,10 @@ import (
 	"context"
 	"fmt"
 	"runtime/debug"
+	"time"
 
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
 	tributaryv1 "github.com/tributary-dev/tributary/gen/go/tributary/v1"
@@ -108,10 +110,15 @@ func (r *receiver) wait() (m received, ok bool) {
 }
 
 // first receives the first message of the call, unless the server starts
-// draining first: a client slow to send its start must not hold the drain.
-func (r *receiver) first(ctx context.Context, draining <-chan struct{}) (*tributaryv1.SyncRequest, error) {
+// draining first (a client slow to send its start must not hold the drain)
+// or timeout passes first.
+func (r *receiver) first(ctx context.Context, draining <-chan struct{}, timeout time.Duration) (*tributaryv1.SyncRequest, error) {
 	r.ask()
+	timer := time.NewTimer(timeout)
+	defer timer.Stop()
 	select {
+	case <-timer.C:
+		return nil, startTimedOut(timeout)
 	case m := <-r.messages:
 		r.asked = false
 		m.panicAgain()
@@ -125,4 +132,14 @@ func (r *receiver) first(ctx context.Context, draining <-chan struct{}) (*tribut
 	case <-draining:
 		return nil, errDraining
 	}
+}
+
+// startTimedOut ends a stream that sent no SyncStart within timeout.
+// DeadlineExceeded says what happened (the server's deadline for the start
+// passed) and is a code clients retry: a client that was merely slow (a
+// paused process) reconnects, while a silent stream is not retried by
+// anyone. InvalidArgument or FailedPrecondition would end the Go client's
+// session for good, and Unavailable would blame the server.
+func startTimedOut(timeout time.Duration) error {
+	return status.Errorf(codes.DeadlineExceeded, "no SyncStart within %s: a Sync stream must send its start (SyncStart) first", timeout)
 }

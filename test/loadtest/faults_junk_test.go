@@ -59,10 +59,10 @@ func TestJunkAndOversized(t *testing.T) {
 		}
 		var reply []byte
 		err = stream.RecvMsg(&reply)
-		if code := status.Code(err); code != codes.Internal {
-			t.Errorf("a Sync message of random bytes ended the stream with %v, want Internal", err)
+		if code := status.Code(err); code != codes.InvalidArgument {
+			t.Errorf("a Sync message of random bytes ended the stream with %v, want InvalidArgument", err)
 		}
-		srv.waitLog(t, regexp.MustCompile(`msg="finished call" .*grpc.method=Sync .*grpc.code=Internal .*grpc.error=".*unmarshal`))
+		srv.waitLog(t, regexp.MustCompile(`level=WARN msg="finished call" .*grpc.method=Sync .*grpc.code=InvalidArgument .*grpc.error=".*unmarshal`))
 		translateExample(ctx, t, srv.Address)
 	})
 	t.Run("oversized Translate", func(t *testing.T) {
