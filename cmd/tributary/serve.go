@@ -20,7 +20,7 @@ import (
 // 0.0.0.0:8081 with mutual TLS or behind a NetworkPolicy.
 const defaultAddress = "127.0.0.1:8081"
 
-const serveSynopsis = "tributary serve [--address 127.0.0.1:8081] [--max-message-size 64MiB] [--log-level info] [--shutdown-timeout 10s] [--metrics-address host:port] [--xds-address host:port] [--xds-withdraw-grace 30s] [--xds-max-streams 4096] [--xds-max-names-per-stream 50000] [--xds-max-names 1000000] [--xds-max-node-length 1024] [--xds-max-streams-per-connection 100] [--xds-max-request-bytes 4MiB] [--tls-cert-file FILE --tls-key-file FILE [--tls-client-ca-file FILE [--tls-allowed-client-sans SAN,...] [--xds-tls-allowed-client-sans SAN,...]]] [--max-sessions 1000] [--max-batch-objects 100000] [--max-session-bytes 512MiB] [--max-concurrent-streams 16]"
+const serveSynopsis = "tributary serve [--address 127.0.0.1:8081] [--max-message-size SIZE] [--max-inflight-bytes SIZE] [--log-level info] [--shutdown-timeout 10s] [--metrics-address host:port] [--xds-address host:port] [--xds-withdraw-grace 30s] [--xds-max-streams 4096] [--xds-max-names-per-stream 50000] [--xds-max-names 1000000] [--xds-max-node-length 1024] [--xds-max-streams-per-connection 100] [--xds-max-request-bytes 4MiB] [--tls-cert-file FILE --tls-key-file FILE [--tls-client-ca-file FILE [--tls-allowed-client-sans SAN,...] [--xds-tls-allowed-client-sans SAN,...]]] [--max-sessions 1000] [--max-batch-objects 100000] [--max-session-bytes 512MiB] [--max-concurrent-streams 16] [--sync-start-timeout 10s] [--max-connection-age 1h] [--max-connection-age-grace 15m]"
 
 // runServe serves TranslationService (with health and reflection) until
 // SIGTERM or SIGINT, then drains: open Sync calls end at once with
@@ -33,8 +33,6 @@ func runServe(ctx context.Context, args []string, std stdio) int {
 	fs := newFlagSet("serve", serveSynopsis, std.err)
 	address := fs.String("address", defaultAddress,
 		"`host:port` to listen on; the loopback default keeps the unauthenticated service private to the host, use 0.0.0.0:8081 to serve every interface")
-	var maxMsgSize byteSize
-	fs.Var(&maxMsgSize, "max-message-size", "largest request or response: a `size` in bytes, or with a KiB, MiB or GiB suffix (default 64MiB)")
 	logLevel := fs.String("log-level", "info", "log `level`: debug, info, warn or error")
 	shutdownTimeout := fs.Duration("shutdown-timeout", 10*time.Second, "how long in-flight calls may run after SIGTERM before connections are closed")
 	metricsFlags := registerMetricsFlags(fs)
@@ -50,6 +48,10 @@ func runServe(ctx context.Context, args []string, std stdio) int {
 		return 2
 	}
 	if err := limits.check(); err != nil {
+		std.errorf("tributary serve: %v\n", err)
+		return 2
+	}
+	if err := limits.resolve(memoryLimit()); err != nil {
 		std.errorf("tributary serve: %v\n", err)
 		return 2
 	}
@@ -92,26 +94,31 @@ func runServe(ctx context.Context, args []string, std stdio) int {
 	// --shutdown-timeout.
 	draining := make(chan struct{})
 	srv := server.NewGRPCServer(server.Options{
-		MaxRecvMsgSize: int(maxMsgSize),
-		MaxSendMsgSize: int(maxMsgSize),
+		MaxRecvMsgSize: int(limits.messageSize),
+		MaxSendMsgSize: int(limits.messageSize),
 		Logger:         logger,
 		Metrics:        metricsEndpoint.Metrics(),
 		Health:         healthServer,
 		XDS:            xdsEndpoint.Publisher(),
 		Credentials:    security.grpc,
 		// Limits against abuse (serve_limits.go).
-		MaxConcurrentStreams: limits.concurrentStreams,
-		MaxSessions:          limits.sessions,
-		MaxBatchObjects:      limits.batchObjects,
-		MaxSessionBytes:      int64(limits.sessionBytes),
-		Draining:             draining,
+		MaxConcurrentStreams:  limits.concurrentStreams,
+		MaxSessions:           limits.sessions,
+		MaxBatchObjects:       limits.batchObjects,
+		MaxSessionBytes:       int64(limits.sessionBytes),
+		MaxInflightBytes:      int64(limits.inflightBytes),
+		SyncStartTimeout:      limits.syncStartTimeout,
+		MaxConnectionAge:      limits.connectionAge,
+		MaxConnectionAgeGrace: limits.ageGrace,
+		Draining:              draining,
 	})
 
 	ctx, stopSignals := signal.NotifyContext(ctx, syscall.SIGTERM, os.Interrupt)
 	defer stopSignals()
 	// Logged before Serve so that it is the first line: the kernel already
 	// queues connections on lis, and nothing else can log before a call.
-	logger.Info("serving gRPC", "address", lis.Addr().String())
+	logger.Info("serving gRPC", "address", lis.Addr().String(),
+		"max_message_size", limits.messageSize.String(), "max_inflight_bytes", limits.inflightBytes.String())
 	metricsEndpoint.serve(logger, xdsEndpoint.debugRoutes()...)
 	xdsEndpoint.serve(logger)
 	// Ready as Serve starts: the listener already queues connections, and a
@@ -144,9 +151,15 @@ func runServe(ctx context.Context, args []string, std stdio) int {
 	close(draining)
 
 	stopWithin(srv, *shutdownTimeout, logger, "in-flight calls did not finish in time; closing connections")
-	if err := <-served; err != nil {
-		logger.Error("serving failed", "error", err)
-		return 1
+	select {
+	case err := <-served:
+		if err != nil {
+			logger.Error("serving failed", "error", err)
+			return 1
+		}
+	case <-time.After(handlerStopGrace):
+		// stopWithin gave up on handlers that ignore their context; Serve
+		// waits for them, the process does not.
 	}
 	logger.Info("stopped")
 	return 0

@@ -3,21 +3,44 @@ package main
 import (
 	"flag"
 	"fmt"
+	"math"
+	"runtime/debug"
+	"time"
 
 	"github.com/tributary-dev/tributary/internal/server"
 )
 
-// limitFlags are serve's limits against abuse (besides --max-message-size):
-// each bounds what one client can make the server hold or do.
+// limitFlags are serve's limits against abuse: each bounds what one client
+// can make the server hold or do.
 type limitFlags struct {
 	batchObjects, sessions, concurrentStreams int
 	sessionBytes                              byteSize
+	// messageSize and inflightBytes are 0 unless given: their defaults
+	// follow the process's memory limit (see resolve).
+	messageSize, inflightBytes byteSize
+	syncStartTimeout           time.Duration
+	connectionAge, ageGrace    time.Duration
 }
 
-// registerLimitFlags adds --max-batch-objects, --max-sessions,
-// --max-concurrent-streams and --max-session-bytes to fs.
+// Without GOMEMLIMIT, the requests in flight may cost 1GiB; with it, a
+// quarter of it (inflightShareOfMemory), leaving the rest to the sessions
+// (--max-sessions × --max-session-bytes), the xDS caches and the runtime.
+// The largest message is then what fits in the in-flight budget once
+// decoded (server.DecodeAmplification), up to 64MiB: a request the budget
+// could never admit would only be refused with "retry later".
+const (
+	defaultInflightBytes   = 1 << 30
+	inflightShareOfMemory  = 4
+	defaultMaxMessageBytes = server.DefaultMaxMsgSize
+)
+
+// registerLimitFlags adds the limit flags to fs.
 func registerLimitFlags(fs *flag.FlagSet) *limitFlags {
 	f := &limitFlags{sessionBytes: server.DefaultMaxSessionBytes}
+	fs.Var(&f.messageSize, "max-message-size",
+		"largest request or response: a `size` in bytes, or with a KiB, MiB or GiB suffix (default: what --max-inflight-bytes holds once decoded, 1/32 of it, at most 64MiB)")
+	fs.Var(&f.inflightBytes, "max-inflight-bytes",
+		"most memory the requests in flight may cost together, counted as 32 times their size: a `size` (default: a quarter of GOMEMLIMIT when it is set, else 1GiB); a request that does not fit is refused at once with RESOURCE_EXHAUSTED")
 	fs.IntVar(&f.batchObjects, "max-batch-objects", server.DefaultMaxBatchObjects,
 		"most upserts and deletes in one Sync batch; a larger batch is rejected (BatchRejected) and changes nothing")
 	fs.IntVar(&f.sessions, "max-sessions", server.DefaultMaxSessions,
@@ -26,6 +49,12 @@ func registerLimitFlags(fs *flag.FlagSet) *limitFlags {
 		"most calls in flight on one connection; more wait for one to end")
 	fs.Var(&f.sessionBytes, "max-session-bytes",
 		"most memory one Sync session may hold (an estimate of its objects and output): a `size` in bytes, or with a KiB, MiB or GiB suffix (default 512MiB); a batch that would exceed it is rejected and changes nothing")
+	fs.DurationVar(&f.syncStartTimeout, "sync-start-timeout", server.DefaultSyncStartTimeout,
+		"how long a Sync stream may take to send its SyncStart before it is ended with DEADLINE_EXCEEDED; it holds no session slot meanwhile")
+	fs.DurationVar(&f.connectionAge, "max-connection-age", server.DefaultMaxConnectionAge,
+		"age at which a client connection is asked to close (±10%), so clients spread over new replicas; its calls may go on for --max-connection-age-grace")
+	fs.DurationVar(&f.ageGrace, "max-connection-age-grace", server.DefaultMaxConnectionAgeGrace,
+		"how long calls may go on on a connection asked to close before it is closed; a Sync session still on it then ends with UNAVAILABLE and its client reconnects")
 	return f
 }
 
@@ -33,10 +62,12 @@ func registerLimitFlags(fs *flag.FlagSet) *limitFlags {
 func (f *limitFlags) check() error {
 	for _, l := range []struct {
 		name  string
-		value int
+		value int64
 	}{
-		{"max-batch-objects", f.batchObjects}, {"max-sessions", f.sessions},
-		{"max-concurrent-streams", f.concurrentStreams}, {"max-session-bytes", int(f.sessionBytes)},
+		{"max-batch-objects", int64(f.batchObjects)}, {"max-sessions", int64(f.sessions)},
+		{"max-concurrent-streams", int64(f.concurrentStreams)}, {"max-session-bytes", int64(f.sessionBytes)},
+		{"sync-start-timeout", int64(f.syncStartTimeout)}, {"max-connection-age", int64(f.connectionAge)},
+		{"max-connection-age-grace", int64(f.ageGrace)},
 	} {
 		if l.value <= 0 {
 			return fmt.Errorf("--%s must be positive, not %d", l.name, l.value)
@@ -44,3 +75,27 @@ func (f *limitFlags) check() error {
 	}
 	return nil
 }
+
+// resolve fills in the defaults of --max-inflight-bytes and
+// --max-message-size from memoryLimit (GOMEMLIMIT, math.MaxInt64 when
+// unset), and refuses a message size the in-flight budget could never
+// admit.
+func (f *limitFlags) resolve(memoryLimit int64) error {
+	if f.inflightBytes == 0 {
+		f.inflightBytes = defaultInflightBytes
+		if memoryLimit != math.MaxInt64 {
+			f.inflightBytes = byteSize(min(memoryLimit/inflightShareOfMemory, math.MaxInt32))
+		}
+	}
+	if f.messageSize == 0 {
+		f.messageSize = byteSize(min(int64(f.inflightBytes)/server.DecodeAmplification, defaultMaxMessageBytes))
+	}
+	if need := int64(f.messageSize) * server.DecodeAmplification; need > int64(f.inflightBytes) {
+		return fmt.Errorf("--max-message-size %s needs --max-inflight-bytes of at least %d (%d times the message size: what a message costs once decoded), not %s",
+			&f.messageSize, need, server.DecodeAmplification, &f.inflightBytes)
+	}
+	return nil
+}
+
+// memoryLimit is the process's GOMEMLIMIT, or math.MaxInt64 when unset.
+func memoryLimit() int64 { return debug.SetMemoryLimit(-1) }

@@ -162,8 +162,12 @@ func TestServeLimits(t *testing.T) {
 		t.Errorf("batch of two: %v, %v; want rejected for --max-batch-objects 1", resp, err)
 	}
 
+	// A session takes its slot with its SyncStart.
 	second, err := client.Sync(t.Context())
 	if err != nil {
+		t.Fatal(err)
+	}
+	if err := second.Send(&tributaryv1.SyncRequest{Message: &tributaryv1.SyncRequest_Start{Start: &tributaryv1.SyncStart{}}}); err != nil && !errors.Is(err, io.EOF) {
 		t.Fatal(err)
 	}
 	if _, err := second.Recv(); status.Code(err) != codes.ResourceExhausted {

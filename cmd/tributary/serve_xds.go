@@ -200,8 +200,16 @@ func (e *xdsEndpoint) stop(logger *slog.Logger) {
 	stopWithin(e.server, xdsStopTimeout, logger, "xDS responses did not finish in time; closing connections")
 }
 
+// handlerStopGrace is how long stopWithin waits, after closing every
+// connection, for the handlers still running: Stop cancels their contexts,
+// and the translation stops within about 100 ms of that. A handler that
+// does not (a bug) must not hold the process: shutdown ends within the
+// timeout plus this, whatever is in flight.
+const handlerStopGrace = time.Second
+
 // stopWithin stops srv gracefully, letting calls in flight finish, but for
-// at most d: then it logs late and closes every connection.
+// at most d: then it logs late, closes every connection and waits at most
+// handlerStopGrace more for the handlers, logging those it leaves behind.
 func stopWithin(srv *grpc.Server, d time.Duration, logger *slog.Logger, late string) {
 	drained := make(chan struct{})
 	go func() {
@@ -215,7 +223,11 @@ func stopWithin(srv *grpc.Server, d time.Duration, logger *slog.Logger, late str
 	case <-timer.C:
 		logger.Warn(late)
 		srv.Stop()
-		<-drained
+		select {
+		case <-drained:
+		case <-time.After(handlerStopGrace):
+			logger.Error("handlers still running after their calls were cancelled; exiting without them", "waited", handlerStopGrace)
+		}
 	}
 }
 

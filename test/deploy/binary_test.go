@@ -247,10 +247,12 @@ func TestContainerArgsServe(t *testing.T) {
 }
 
 // TestSessionLimitsFitMemory checks that the sessions the Deployment
-// allows, each at its byte limit, fit in the container's memory limit with
-// a fifth left for the xDS caches and the runtime: otherwise the kernel,
-// not the server's own limit, refuses the last session, and takes every
-// other session down with it.
+// allows, each at its byte limit, and the requests in flight at theirs
+// (--max-inflight-bytes, by default a quarter of GOMEMLIMIT, which follows
+// the memory limit) fit in the container's memory limit with 15% left for
+// the xDS caches and the runtime: otherwise the kernel, not the server's
+// own limits, refuses the last session, and takes every other session down
+// with it.
 func TestSessionLimitsFitMemory(t *testing.T) {
 	eachBuild(t, func(t *testing.T, objs []object) {
 		d := one[*appsv1.Deployment](t, objs, "tributary")
@@ -267,8 +269,14 @@ func TestSessionLimitsFitMemory(t *testing.T) {
 		if !ok {
 			t.Fatal("no memory limit")
 		}
-		if total := sessions * perSession; total*5 > limit.Value()*4 {
-			t.Errorf("%d sessions of %d bytes need %d bytes, over 80%% of the %s memory limit", sessions, perSession, total, limit.String())
+		inflight := limit.Value() / 4
+		if v, ok := args["max-inflight-bytes"]; ok {
+			if inflight, err = parseByteSize(v); err != nil {
+				t.Fatalf("--max-inflight-bytes=%q: %v", v, err)
+			}
+		}
+		if total := sessions*perSession + inflight; total*100 > limit.Value()*85 {
+			t.Errorf("%d sessions of %d bytes and %d bytes in flight need %d bytes, over 85%% of the %s memory limit", sessions, perSession, inflight, total, limit.String())
 		}
 	})
 }
