@@ -15,6 +15,7 @@ import (
 	"context"
 	"crypto/tls"
 	"crypto/x509"
+	"encoding/pem"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -149,9 +150,15 @@ func (r *Reloader) load(certPEM, keyPEM, caPEM []byte) (*material, error) {
 		SessionTicketsDisabled: true,
 	}
 	if r.opts.ClientCAFile != "" {
-		pool := x509.NewCertPool()
-		if !pool.AppendCertsFromPEM(caPEM) {
+		pool, unparsed, firstErr := parseCABundle(caPEM)
+		if pool == nil {
 			return nil, fmt.Errorf("tlsfiles: client CA bundle %s holds no PEM certificate", r.opts.ClientCAFile)
+		}
+		if unparsed > 0 {
+			// x509.CertPool.AppendCertsFromPEM skips such blocks without a
+			// word: a CA the operator meant to trust would silently not be.
+			r.logger.Warn("client CA bundle holds PEM blocks that are not certificates or do not parse; they are ignored",
+				"file", r.opts.ClientCAFile, "ignored", unparsed, "error", firstErr)
 		}
 		config.ClientCAs = pool
 		config.ClientAuth = tls.RequireAndVerifyClientCert
@@ -272,5 +279,38 @@ func (r *Reloader) Run(ctx context.Context) {
 			continue
 		}
 		lastErr = ""
+	}
+}
+
+// parseCABundle parses every PEM block of bundle. It returns the pool of
+// the certificates that parse (nil when none does), how many blocks were
+// left out (not a CERTIFICATE, or not one x509 parses) and the first
+// reason why.
+func parseCABundle(bundle []byte) (pool *x509.CertPool, unparsed int, firstErr string) {
+	for rest := bundle; ; {
+		var block *pem.Block
+		block, rest = pem.Decode(rest)
+		if block == nil {
+			return pool, unparsed, firstErr
+		}
+		if block.Type != "CERTIFICATE" {
+			unparsed++
+			if firstErr == "" {
+				firstErr = fmt.Sprintf("a %.40q block", block.Type)
+			}
+			continue
+		}
+		cert, err := x509.ParseCertificate(block.Bytes)
+		if err != nil {
+			unparsed++
+			if firstErr == "" {
+				firstErr = err.Error()
+			}
+			continue
+		}
+		if pool == nil {
+			pool = x509.NewCertPool()
+		}
+		pool.AddCert(cert)
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/tls"
 	"crypto/x509"
+	"encoding/pem"
 	"log/slog"
 	"net"
 	"path/filepath"
@@ -379,5 +380,28 @@ func TestReloadReportsChange(t *testing.T) {
 	}
 	if n := strings.Count(f.logs.String(), `msg="TLS material reloaded"`); n != 1 {
 		t.Errorf("%d reload lines, want 1:\n%s", n, f.logs.String())
+	}
+}
+
+// TestClientCABlocksThatDoNotParse: a client CA bundle with PEM blocks that
+// are not certificates, or do not parse, loads the certificates that do and
+// says in the log how many blocks it ignored and why; clients of the good CA
+// are served.
+func TestClientCABlocksThatDoNotParse(t *testing.T) {
+	f := newFixture(t)
+	bundle := append(append([]byte{}, f.ca.PEM...), pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: []byte("not DER")})...)
+	bundle = append(bundle, pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: []byte("x")})...)
+	testcerts.WriteFile(t, f.clientCAFile, bundle)
+	r, err := tlsfiles.New(f.options())
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := `level=WARN msg="client CA bundle holds PEM blocks that are not certificates or do not parse; they are ignored" file=` + f.clientCAFile + ` ignored=2 error="x509: malformed certificate"`
+	if !strings.Contains(f.logs.String(), want) {
+		t.Errorf("log lacks %s; log:\n%s", want, f.logs.String())
+	}
+	addr, _ := serve(t, r)
+	if _, err := check(t.Context(), dial(t, addr, f.ca, f.ca.Client(t, "contour", []string{"contour"}))); err != nil {
+		t.Errorf("a client of the CA that parses: %v", err)
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"slices"
 	"strings"
 	"testing"
@@ -134,7 +135,15 @@ func TestMaxNames(t *testing.T) {
 // the error nor the log repeats it; neither does the error for a type that
 // is not served.
 func TestMaxNodeLengthAndUnknownTypes(t *testing.T) {
-	_, conn := startServer(t, xds.Options{Limits: xds.Limits{MaxNodeLength: 64}})
+	var log testproc.Buffer
+	_, conn := startServer(t, xds.Options{Limits: xds.Limits{MaxNodeLength: 64}, Logger: slog.New(slog.NewTextHandler(&log, nil))})
+	defer func() {
+		for line := range strings.SplitSeq(log.String(), "\n") {
+			if len(line) > 2048 {
+				t.Errorf("a log line of %d bytes: %.300s...", len(line), line)
+			}
+		}
+	}()
 	long := strings.Repeat("x", 1<<20)
 	for _, tc := range []struct {
 		name string

@@ -29,7 +29,13 @@ func (p *Publisher) Register(s *grpc.Server) {
 
 // slogAdapter lets go-control-plane log to a *slog.Logger. Its Info lines
 // (one per watch opened) become Debug: at Info they would bury the rest.
+// Its lines repeat what clients sent (a type URL, a resource name), so each
+// is cut to maxLoggedLineBytes: a client's 1 MiB type URL must not become a
+// 1 MiB log line.
 type slogAdapter struct{ l *slog.Logger }
+
+// maxLoggedLineBytes bounds one line of go-control-plane's.
+const maxLoggedLineBytes = 1024
 
 func (a slogAdapter) Debugf(format string, args ...any) { a.log(slog.LevelDebug, format, args) }
 func (a slogAdapter) Infof(format string, args ...any)  { a.log(slog.LevelDebug, format, args) }
@@ -40,5 +46,5 @@ func (a slogAdapter) log(level slog.Level, format string, args []any) {
 	if !a.l.Enabled(context.Background(), level) {
 		return
 	}
-	a.l.Log(context.Background(), level, "go-control-plane: "+fmt.Sprintf(format, args...))
+	a.l.Log(context.Background(), level, "go-control-plane: "+clipTo(fmt.Sprintf(format, args...), maxLoggedLineBytes))
 }
