@@ -77,7 +77,7 @@ type Session struct {
 	undo []undo
 	// estimates holds the estimate of each of order as the current Apply
 	// leaves it.
-	estimates []translate.Estimate
+	estimates []int64
 
 	// observeRebuild, when set (by tests), is told which ExtensionServices
 	// each Apply rebuilt or removed, in order.
@@ -98,8 +98,9 @@ type extension struct {
 	// invalid (it has no resources then).
 	clusterVersion, claVersion string
 	status                     model.Status
-	// estimate bounds the output of object as the session holds it.
-	estimate translate.Estimate
+	// estimate bounds the output of object as the session holds it
+	// (translate.Estimate's Bytes).
+	estimate int64
 }
 
 // New returns an empty session translating under settings (parsed and
@@ -178,27 +179,24 @@ func (s *Session) checkOutput(limits translate.Limits) (int64, error) {
 	output := s.output
 	s.estimates = slices.Grow(s.estimates[:0], len(s.order))[:len(s.order)]
 	for i, e := range s.order {
-		s.estimates[i] = translate.Estimate{}
+		s.estimates[i] = 0
 		if e.object != nil {
-			s.estimates[i] = s.estimator.Estimate(e.object)
+			s.estimates[i] = s.estimator.Estimate(e.object).Bytes
 		}
-		output += s.estimates[i].Bytes - e.estimate.Bytes
+		output += s.estimates[i] - e.estimate
 	}
 	err := limits.Check(output, func() string {
+		// Rare, so the session keeps no more than each estimate's total,
+		// and the whole session is estimated again to say why.
 		var t translate.Tally
 		for _, e := range s.extensions {
-			if i, changed := slices.BinarySearchFunc(s.order, e.name, byName); changed {
-				t.Add(e.name, &s.estimates[i])
-			} else {
-				t.Add(e.name, &e.estimate)
-			}
+			est := s.estimator.Estimate(e.object)
+			t.Add(e.name, &est)
 		}
 		return t.Cause(s.settings)
 	})
 	return output, err
 }
-
-func byName(e *extension, name source.NamespacedName) int { return e.name.Compare(name) }
 
 // undo is one change of the current Apply: the object of kind put in place
 // of old (nil when it is new), or old deleted (obj nil).
