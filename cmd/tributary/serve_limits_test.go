@@ -1,10 +1,22 @@
 package main
 
 import (
+	"bytes"
+	"context"
 	"flag"
 	"io"
+	"log/slog"
 	"math"
+	"net"
+	"strings"
 	"testing"
+	"time"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/types/known/emptypb"
 
 	"github.com/tributary-dev/tributary/internal/server"
 )
@@ -50,5 +62,49 @@ func TestLimitDefaultsFollowMemory(t *testing.T) {
 				t.Errorf("in flight %d, message %d; want %d, %d", limits.inflightBytes, limits.messageSize, c.wantInflight, c.wantMsg)
 			}
 		})
+	}
+}
+
+// TestStopWithinLeavesStuckHandlers: a handler that ignores its context
+// does not hold the shutdown: once the timeout passes, stopWithin closes
+// the connections, waits handlerStopGrace for the handlers and returns,
+// saying so in the log.
+func TestStopWithinLeavesStuckHandlers(t *testing.T) {
+	entered, release := make(chan struct{}), make(chan struct{})
+	defer close(release) // lets the handler end once the test is over
+	srv := grpc.NewServer(grpc.UnknownServiceHandler(func(any, grpc.ServerStream) error {
+		close(entered)
+		<-release
+		return nil
+	}))
+	lis, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	served := make(chan error, 1)
+	go func() { served <- srv.Serve(lis) }()
+	conn, err := grpc.NewClient(lis.Addr().String(), grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	called := make(chan error, 1)
+	go func() {
+		called <- conn.Invoke(context.Background(), "/any.Service/Stuck", &emptypb.Empty{}, &emptypb.Empty{})
+	}()
+	<-entered
+
+	var log bytes.Buffer
+	stopWithin(srv, time.Millisecond, slog.New(slog.NewTextHandler(&log, nil)), "late")
+	for _, want := range []string{`level=WARN msg=late`, `level=ERROR msg="handlers still running after their calls were cancelled; exiting without them" waited=1s`} {
+		if !strings.Contains(log.String(), want) {
+			t.Errorf("log lacks %s:\n%s", want, log.String())
+		}
+	}
+	if err := <-called; status.Code(err) != codes.Unavailable {
+		t.Errorf("the call cut by the stop: %v, want Unavailable", err)
+	}
+	if err := <-served; err != nil {
+		t.Errorf("Serve: %v", err)
 	}
 }
