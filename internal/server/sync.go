@@ -180,6 +180,11 @@ func (s *syncCall) run(ctx context.Context) error {
 		}
 		if s.mayReceive() {
 			s.in.ask()
+		} else if !s.out.busy() && (s.draining || s.xds.superseded) {
+			// mayReceive has just seen the drain or the takeover, and
+			// nothing else would wake the select below: decide at the
+			// top of the loop, where idle ends the call.
+			continue
 		}
 		var messages <-chan received
 		if s.in.asked {
