@@ -918,7 +918,8 @@ func (x *ServicePort) GetProtocol() string {
 // kubernetes.io/service-name.
 type EndpointSlice struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
-	// Object metadata; namespace, name and the service-name label are required.
+	// Object metadata; namespace and name are required. A slice without the
+	// service-name label belongs to no Service: it is accepted and ignored.
 	Metadata *ObjectMeta `protobuf:"bytes,1,opt,name=metadata,proto3" json:"metadata,omitempty"`
 	// IPv4, IPv6 or FQDN. Only IPv4 and IPv6 slices are used.
 	AddressType string `protobuf:"bytes,2,opt,name=address_type,json=addressType,proto3" json:"address_type,omitempty"`

@@ -495,7 +495,8 @@ export declare const ServicePortSchema: GenMessage<ServicePort>;
  */
 export declare type EndpointSlice = Message<"tributary.v1.EndpointSlice"> & {
   /**
-   * Object metadata; namespace, name and the service-name label are required.
+   * Object metadata; namespace and name are required. A slice without the
+   * service-name label belongs to no Service: it is accepted and ignored.
    *
    * @generated from field: tributary.v1.ObjectMeta metadata = 1;
    */

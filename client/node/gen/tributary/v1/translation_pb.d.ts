@@ -777,7 +777,10 @@ export declare const TranslationService: GenService<{
    * (a missing name, an unparsable setting, two objects of one kind with the
    * same name) fails with INVALID_ARGUMENT naming the object and field; an
    * ExtensionService that is well formed but invalid is not a request error:
-   * it gets a status condition saying why, and no Envoy resources.
+   * it gets a status condition saying why, and no Envoy resources. An object
+   * that no ExtensionService can use (an EndpointSlice of no Service) is
+   * ignored. A response that would exceed the server's message size limit
+   * fails at once with RESOURCE_EXHAUSTED naming what makes it large.
    *
    * @generated from rpc tributary.v1.TranslationService.Translate
    */
@@ -795,7 +798,10 @@ export declare const TranslationService: GenService<{
    * one answer may cover several batches. A malformed batch is answered with
    * a BatchRejected and changes nothing; the session goes on. The session's
    * state lives exactly as long as the stream: a client that reconnects sends
-   * its objects again.
+   * its objects again. A stream must send its SyncStart within the server's
+   * start timeout (10s by default) or it ends with DEADLINE_EXCEEDED; a batch
+   * that would make the session's output larger than the server sends in one
+   * message is answered with a BatchRejected (reason RESOURCE_EXHAUSTED).
    *
    * @generated from rpc tributary.v1.TranslationService.Sync
    */
