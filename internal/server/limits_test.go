@@ -280,6 +280,9 @@ func TestSyncMessageSizeLimit(t *testing.T) {
 
 // TestSyncReplyOverSendLimit: an answer over MaxSendMsgSize ends the
 // stream with gRPC's ResourceExhausted, and the call log says the same.
+// Deltas never exceed the limit (a batch that would make them is
+// rejected), so the answer here is that BatchRejected itself, over a limit
+// of 300 bytes: the one answer whose size the session does not bound.
 func TestSyncReplyOverSendLimit(t *testing.T) {
 	var log testproc.Buffer
 	conn := dialBufconn(t, NewGRPCServer(Options{Logger: slog.New(slog.NewTextHandler(&log, nil)), MaxSendMsgSize: 300}))

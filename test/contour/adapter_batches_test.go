@@ -102,7 +102,7 @@ func TestAdapterFlushesByItself(t *testing.T) {
 // EndpointSlices and Secrets, the server's session holds only those an
 // ExtensionService names or has named, until they are deleted. An
 // EndpointSlice without a service-name label, which the server would
-// refuse, never reaches it.
+// ignore, never reaches it.
 func TestAdapterSendsOnlyNamedObjects(t *testing.T) {
 	m := metrics.New()
 	conn := grpctest.Bufconn(t, server.NewGRPCServer(server.Options{Logger: slog.New(slog.DiscardHandler), Metrics: m}))
