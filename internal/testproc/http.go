@@ -4,6 +4,8 @@ import (
 	"context"
 	"io"
 	"net/http"
+	"strconv"
+	"strings"
 	"testing"
 )
 
@@ -28,4 +30,27 @@ func Get(t testing.TB, url string) (status int, body string) {
 		t.Fatalf("GET %s: %v", url, err)
 	}
 	return resp.StatusCode, string(b)
+}
+
+// Metric sums the samples of the metric name on a Prometheus text page
+// whose series carry every one of labels (such as `grpc_code="OK"`), and
+// reports whether there was any.
+func Metric(page, name string, labels ...string) (float64, bool) {
+	sum, found := 0.0, false
+next:
+	for line := range strings.Lines(page) {
+		series, value, _ := strings.Cut(strings.TrimSuffix(line, "\n"), " ")
+		if series != name && !strings.HasPrefix(series, name+"{") {
+			continue
+		}
+		for _, l := range labels {
+			if !strings.Contains(series, l) {
+				continue next
+			}
+		}
+		if v, err := strconv.ParseFloat(value, 64); err == nil {
+			sum, found = sum+v, true
+		}
+	}
+	return sum, found
 }

@@ -207,7 +207,7 @@ func deadlineAndShutdown(t *testing.T) {
 			break
 		}
 	}
-	if n, _ := metric(srv.scrape(t), "grpc_server_handled_total", `grpc_method="Translate"`, `grpc_code="DeadlineExceeded"`); n != float64(len(reached)) {
+	if n, _ := testproc.Metric(srv.scrape(t), "grpc_server_handled_total", `grpc_method="Translate"`, `grpc_code="DeadlineExceeded"`); n != float64(len(reached)) {
 		t.Errorf(`grpc_server_handled_total{grpc_method="Translate",grpc_code="DeadlineExceeded"} is %v, want %d (the calls that reached the service)`, n, len(reached))
 	}
 	srv.checkLegitStillServed(t)
@@ -217,7 +217,7 @@ func deadlineAndShutdown(t *testing.T) {
 	// SIGTERM with four such calls in flight whose clients never read the
 	// answer: without the timeout, a graceful stop would wait for them
 	// forever.
-	started, _ := metric(srv.scrape(t), "grpc_server_started_total", `grpc_method="Translate"`)
+	started, _ := testproc.Metric(srv.scrape(t), "grpc_server_started_total", `grpc_method="Translate"`)
 	for range 4 {
 		req.stall(t, srv)
 	}

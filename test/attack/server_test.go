@@ -134,8 +134,8 @@ func (l level) String() string {
 func (s *server) level(t *testing.T) level {
 	t.Helper()
 	page := s.scrape(t)
-	g, okG := metric(page, "go_goroutines")
-	h, okH := metric(page, "go_memstats_heap_inuse_bytes")
+	g, okG := testproc.Metric(page, "go_goroutines")
+	h, okH := testproc.Metric(page, "go_memstats_heap_inuse_bytes")
 	if !okG || !okH {
 		t.Fatalf("/metrics has no go_goroutines or go_memstats_heap_inuse_bytes:\n%s", page)
 	}
@@ -182,36 +182,13 @@ func (s *server) scrape(t *testing.T) string {
 	return body
 }
 
-// metric sums the samples of the metric name on a /metrics page whose
-// series carry every one of labels (such as `grpc_code="OK"`), and reports
-// whether there was any.
-func metric(page, name string, labels ...string) (float64, bool) {
-	sum, found := 0.0, false
-next:
-	for line := range strings.Lines(page) {
-		series, value, _ := strings.Cut(strings.TrimSuffix(line, "\n"), " ")
-		if series != name && !strings.HasPrefix(series, name+"{") {
-			continue
-		}
-		for _, l := range labels {
-			if !strings.Contains(series, l) {
-				continue next
-			}
-		}
-		if v, err := strconv.ParseFloat(value, 64); err == nil {
-			sum, found = sum+v, true
-		}
-	}
-	return sum, found
-}
-
 // waitMetric waits until the metric name summed over the series carrying
 // labels reaches at least want, and returns its value.
 func (s *server) waitMetric(t *testing.T, want float64, name string, labels ...string) float64 {
 	t.Helper()
 	var v float64
 	testproc.WaitFor(t, fmt.Sprintf("%s%v to reach %v", name, labels, want), func() bool {
-		v, _ = metric(s.scrape(t), name, labels...)
+		v, _ = testproc.Metric(s.scrape(t), name, labels...)
 		return v >= want
 	})
 	return v

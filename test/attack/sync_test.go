@@ -14,6 +14,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	tributaryv1 "github.com/tributary-dev/tributary/gen/go/tributary/v1"
+	"github.com/tributary-dev/tributary/internal/testproc"
 	"github.com/tributary-dev/tributary/internal/tlsfiles/testcerts"
 )
 
@@ -181,7 +182,7 @@ func silentSyncStreams(t *testing.T) {
 
 	legit := openSync(t, srv.legitConn, true)
 	srv.checkLegitDelta(t, legit.wantDelta(t, legit.batch(t, legitObjects()...)))
-	if active, _ := metric(srv.scrape(t), "tributary_sync_sessions_active"); active != 1 {
+	if active, _ := testproc.Metric(srv.scrape(t), "tributary_sync_sessions_active"); active != 1 {
 		t.Errorf("tributary_sync_sessions_active is %v with one session past its SyncStart, want 1", active)
 	}
 	legit.end(t)

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/tributary-dev/tributary/client"
+	"github.com/tributary-dev/tributary/internal/testproc"
 )
 
 // TestSIGTERMWithOpenStreams: SIGTERM reaches a server while 20 Sync
@@ -54,7 +55,7 @@ func TestSIGTERMWithOpenStreams(t *testing.T) {
 			t.Errorf("session %d's output still has version %q, from the first server", i, s.View().Version)
 		}
 	}
-	if active, _ := metric(second.scrape(t), "tributary_sync_sessions_active"); active != 20 {
+	if active, _ := testproc.Metric(second.scrape(t), "tributary_sync_sessions_active"); active != 20 {
 		t.Errorf("the second server holds %v sessions, want 20", active)
 	}
 	if !strings.Contains(clientLog.String(), "reconnecting") || !strings.Contains(clientLog.String(), "code = Unavailable desc = the server is shutting down") {

@@ -11,6 +11,7 @@ import (
 	"github.com/tributary-dev/tributary/client"
 	tributaryv1 "github.com/tributary-dev/tributary/gen/go/tributary/v1"
 	"github.com/tributary-dev/tributary/internal/source"
+	"github.com/tributary-dev/tributary/internal/testproc"
 	"github.com/tributary-dev/tributary/internal/translate"
 	"github.com/tributary-dev/tributary/internal/workload"
 )
@@ -46,7 +47,7 @@ func TestSlowReader(t *testing.T) {
 		t.Fatal(err)
 	}
 	services := func() float64 {
-		v, _ := metric(srv.scrape(t), "tributary_sync_session_objects", `kind="Service"`)
+		v, _ := testproc.Metric(srv.scrape(t), "tributary_sync_session_objects", `kind="Service"`)
 		return v
 	}
 	servicesBefore := services() + float64(len(w.objs.Services))
@@ -103,7 +104,7 @@ func TestSlowReader(t *testing.T) {
 	if answers >= batches || last != batches {
 		t.Errorf("%d batches were answered by %d deltas, the last for batch %d: want fewer deltas than batches, the last for batch %d", batches, answers, last, batches)
 	}
-	if coalesced, _ := metric(srv.scrape(t), "tributary_deltas_coalesced_total"); coalesced < 1 {
+	if coalesced, _ := testproc.Metric(srv.scrape(t), "tributary_deltas_coalesced_total"); coalesced < 1 {
 		t.Errorf("tributary_deltas_coalesced_total = %v, want at least 1", coalesced)
 	}
 	want := translate.Translate(w.objs, source.Settings{})

@@ -52,7 +52,7 @@ func TestGHZTranslate(t *testing.T) {
 	if rep.Failed() > 0 {
 		t.Errorf("%d of %d calls failed:\n%s", rep.Failed(), rep.Count, rep.Errors())
 	}
-	ok, _ := metric(srv.scrape(t), "grpc_server_handled_total", `grpc_method="Translate"`, `grpc_code="OK"`)
+	ok, _ := testproc.Metric(srv.scrape(t), "grpc_server_handled_total", `grpc_method="Translate"`, `grpc_code="OK"`)
 	if int(ok) < rep.Count {
 		t.Errorf("the server answered %v Translate calls with OK, ghz counted %d", ok, rep.Count)
 	}

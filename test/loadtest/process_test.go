@@ -103,34 +103,11 @@ func (s *server) scrape(t *testing.T) string {
 	return body
 }
 
-// metric sums the samples of the metric name on a /metrics page whose
-// series carry every one of labels (such as `grpc_method="Sync"`), and
-// reports whether there was any.
-func metric(page, name string, labels ...string) (float64, bool) {
-	sum, found := 0.0, false
-next:
-	for line := range strings.Lines(page) {
-		series, value, _ := strings.Cut(strings.TrimSuffix(line, "\n"), " ")
-		if series != name && !strings.HasPrefix(series, name+"{") {
-			continue
-		}
-		for _, l := range labels {
-			if !strings.Contains(series, l) {
-				continue next
-			}
-		}
-		if v, err := strconv.ParseFloat(value, 64); err == nil {
-			sum, found = sum+v, true
-		}
-	}
-	return sum, found
-}
-
 // waitMetric waits until an unlabelled metric has value want.
 func waitMetric(t *testing.T, srv *server, name string, want float64) {
 	t.Helper()
 	waitFor(t, name+" to be "+strconv.FormatFloat(want, 'g', -1, 64), func() bool {
-		v, _ := metric(srv.scrape(t), name)
+		v, _ := testproc.Metric(srv.scrape(t), name)
 		return v == want
 	})
 }

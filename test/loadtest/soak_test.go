@@ -14,6 +14,7 @@ import (
 
 	"github.com/tributary-dev/tributary/client"
 	"github.com/tributary-dev/tributary/internal/session"
+	"github.com/tributary-dev/tributary/internal/testproc"
 )
 
 // The soak's size: soakSessions Sync sessions, each holding the standard
@@ -79,7 +80,7 @@ func TestSoak(t *testing.T) {
 	})
 	t.Logf("loaded %d sessions × %d ExtensionServices in %v", soakSessions, soakExtensionServices, time.Since(loadStart).Round(time.Millisecond))
 	afterLoad := srv.scrape(t)
-	if active, _ := metric(afterLoad, "tributary_sync_sessions_active"); active != soakSessions {
+	if active, _ := testproc.Metric(afterLoad, "tributary_sync_sessions_active"); active != soakSessions {
 		t.Errorf("tributary_sync_sessions_active = %v after loading, want %d", active, soakSessions)
 	}
 
@@ -147,7 +148,7 @@ func checkSoakMemory(t *testing.T, afterLoad, afterChurn string, stateBytes int6
 	t.Helper()
 	const mib = 1 << 20
 	read := func(page, name string) float64 {
-		v, ok := metric(page, name)
+		v, ok := testproc.Metric(page, name)
 		if !ok {
 			t.Fatalf("/metrics has no %s", name)
 		}
