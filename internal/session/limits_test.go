@@ -12,6 +12,7 @@ import (
 	"github.com/tributary-dev/tributary/internal/model"
 	"github.com/tributary-dev/tributary/internal/session"
 	"github.com/tributary-dev/tributary/internal/source"
+	"github.com/tributary-dev/tributary/internal/testctx"
 	"github.com/tributary-dev/tributary/internal/translate"
 )
 
@@ -97,7 +98,7 @@ func TestApplyCancelledInParallel(t *testing.T) {
 	}
 	h := newHarness(t, source.Settings{})
 	for _, looks := range []int64{1, 2, 100} {
-		d, err := h.session.Apply(newCancelAfter(t, looks), &session.Batch{Upserts: objs}, defaultLimits)
+		d, err := h.session.Apply(testctx.NewCancelAfter(t, looks), &session.Batch{Upserts: objs}, defaultLimits)
 		if !errors.Is(err, context.Canceled) || !d.Empty() {
 			t.Fatalf("cancelled at look %d: got %+v, %v; want no changes and context.Canceled", looks, d, err)
 		}

@@ -5,12 +5,12 @@ import (
 	"context"
 	"errors"
 	mathrand "math/rand/v2"
-	"sync/atomic"
 	"testing"
 
 	"github.com/tributary-dev/tributary/internal/objectgen"
 	"github.com/tributary-dev/tributary/internal/session"
 	"github.com/tributary-dev/tributary/internal/source"
+	"github.com/tributary-dev/tributary/internal/testctx"
 	"github.com/tributary-dev/tributary/internal/translate"
 )
 
@@ -156,7 +156,7 @@ func failingAttempts(t *testing.T, s *session.Session, b *session.Batch) (transl
 		limits translate.Limits
 	}{
 		{"cancelled", cancelled, defaultLimits},
-		{"cancelled while building", newCancelAfter(t, 2), defaultLimits},
+		{"cancelled while building", testctx.NewCancelAfter(t, 2), defaultLimits},
 		{"over the output limit", t.Context(), translate.Limits{MaxOutputBytes: 1}},
 	} {
 		size := s.SizeChange(b)
@@ -186,25 +186,4 @@ func objectCounts(s *session.Session) (counts [source.KindEnd]int) {
 		counts[k] = s.Objects(k)
 	}
 	return counts
-}
-
-// cancelAfter is a context that cancels itself at its n-th look, so a test
-// can end an Apply in the middle of its rebuilds, deterministically.
-type cancelAfter struct {
-	context.Context
-	cancel context.CancelFunc
-	looks  atomic.Int64
-	n      int64
-}
-
-func newCancelAfter(t *testing.T, n int64) *cancelAfter {
-	ctx, cancel := context.WithCancel(t.Context())
-	return &cancelAfter{Context: ctx, cancel: cancel, n: n}
-}
-
-func (c *cancelAfter) Err() error {
-	if c.looks.Add(1) == c.n {
-		c.cancel()
-	}
-	return c.Context.Err()
 }

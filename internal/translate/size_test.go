@@ -9,7 +9,6 @@ import (
 	"math/rand/v2"
 	"slices"
 	"strings"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -23,6 +22,7 @@ import (
 	"github.com/tributary-dev/tributary/internal/model"
 	"github.com/tributary-dev/tributary/internal/objectgen"
 	"github.com/tributary-dev/tributary/internal/source"
+	"github.com/tributary-dev/tributary/internal/testctx"
 	"github.com/tributary-dev/tributary/internal/translate"
 	"github.com/tributary-dev/tributary/internal/workload"
 )
@@ -318,40 +318,19 @@ func TestStandardWorkloadFits(t *testing.T) {
 	}
 }
 
-// cancelAfter is a context that cancels itself at its n-th look, so a test
-// can end a translation in the middle, deterministically.
-type cancelAfter struct {
-	context.Context
-	cancel context.CancelFunc
-	looks  atomic.Int64
-	n      int64
-}
-
-func newCancelAfter(t *testing.T, n int64) *cancelAfter {
-	ctx, cancel := context.WithCancel(t.Context())
-	return &cancelAfter{Context: ctx, cancel: cancel, n: n}
-}
-
-func (c *cancelAfter) Err() error {
-	if c.looks.Add(1) == c.n {
-		c.cancel()
-	}
-	return c.Context.Err()
-}
-
 // TestBoundedCancelled: a translation stops once its context is
 // done, before or while building, and returns the context's error.
 func TestBoundedCancelled(t *testing.T) {
 	objs := workload.Standard(1000, 10)
 	for _, looks := range []int64{1, 2, 500} {
-		ctx := newCancelAfter(t, looks)
+		ctx := testctx.NewCancelAfter(t, looks)
 		res, err := translate.Bounded(ctx, objs, source.Settings{}, translate.Limits{MaxOutputBytes: 64 << 20})
 		if !errors.Is(err, context.Canceled) || res != nil {
 			t.Errorf("cancelled at look %d: got %v, %v; want context.Canceled", looks, res, err)
 		}
 		// Each worker stops at its next look: 1,000 ExtensionServices
 		// estimated, then at most one look per ExtensionService built.
-		if got := ctx.looks.Load(); got > max(looks, 1000)+int64(2*len(objs.ExtensionServices)) {
+		if got := ctx.Looks(); got > max(looks, 1000)+int64(2*len(objs.ExtensionServices)) {
 			t.Errorf("cancelled at look %d: %d looks", looks, got)
 		}
 	}

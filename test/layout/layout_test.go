@@ -124,7 +124,7 @@ func listImports(t *testing.T, args ...string) map[string][]string {
 // "Test helpers"); their imports are not part of the picture.
 func isTestHelper(pkg string) bool {
 	switch pkg {
-	case "internal/testproc", "internal/xdstest", "internal/grpctest", "internal/workload",
+	case "internal/testproc", "internal/testctx", "internal/xdstest", "internal/grpctest", "internal/workload",
 		"internal/objectgen", "internal/tlsfiles/testcerts", "internal/xds/grpcproof":
 		return true
 	}
