@@ -108,9 +108,7 @@ func inlinedCASecret(t *testing.T) {
 	r.timed(func() { _, err = translate(t, srv.legitConn, req) })
 	r.got = outcome(err)
 	wantStatus(t, err, codes.ResourceExhausted, `Secret "?attack/ca"?`)
-	srv.checkPeakRSS(t)
-	srv.checkLegitStillServed(t)
-	srv.backToLevel(t)
+	srv.checkHeld(t)
 }
 
 // Row 2: settings.upstreamTls.cipherSuites of 1,024 strings of 1 KB, which
@@ -133,9 +131,7 @@ func cipherSuites(t *testing.T) {
 	r.timed(func() { _, err = translate(t, srv.legitConn, req) })
 	r.got = outcome(err)
 	wantStatus(t, err, codes.InvalidArgument, `settings\.upstreamTls\.cipherSuites`)
-	srv.checkPeakRSS(t)
-	srv.checkLegitStillServed(t)
-	srv.backToLevel(t)
+	srv.checkHeld(t)
 }
 
 // Row 3: a 16 KB settings.xdsClusterName, which every Cluster's eds_config
@@ -153,9 +149,7 @@ func xdsClusterName(t *testing.T) {
 	r.timed(func() { _, err = translate(t, srv.legitConn, req) })
 	r.got = outcome(err)
 	wantStatus(t, err, codes.InvalidArgument, `settings\.xdsClusterName`)
-	srv.checkPeakRSS(t)
-	srv.checkLegitStillServed(t)
-	srv.backToLevel(t)
+	srv.checkHeld(t)
 }
 
 // Row 5: one ExtensionService with thousands of targets, each a Service
@@ -193,9 +187,7 @@ func manyTargets(t *testing.T) {
 	if localities != n {
 		t.Errorf("the ClusterLoadAssignment has %d localities, want one per target, %d", localities, n)
 	}
-	srv.checkPeakRSS(t)
-	srv.checkLegitStillServed(t)
-	srv.backToLevel(t)
+	srv.checkHeld(t)
 }
 
 // Row 6: a clientCertificate Secret whose tls.crt holds 100 certificates,
@@ -228,9 +220,7 @@ func clientCertificateBundle(t *testing.T) {
 	if len(resp.GetClusters()) != n || valid != n {
 		t.Errorf("got %d Clusters and %d valid statuses, want %d of each", len(resp.GetClusters()), valid, n)
 	}
-	srv.checkPeakRSS(t)
-	srv.checkLegitStillServed(t)
-	srv.backToLevel(t)
+	srv.checkHeld(t)
 }
 
 // Row 11: an EndpointSlice without the kubernetes.io/service-name label

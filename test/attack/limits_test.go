@@ -52,9 +52,7 @@ func inflightBytes(t *testing.T) {
 	if refused == 0 {
 		t.Errorf("all 8 calls of %s were admitted: the in-flight cap refused none", kilobytes(reqSize))
 	}
-	srv.checkPeakRSS(t)
-	srv.checkLegitStillServed(t)
-	srv.backToLevel(t)
+	srv.checkHeld(t)
 }
 
 // Row 10: calls carrying 15 MiB of metadata each, sent over hand-driven
@@ -85,9 +83,7 @@ func hugeMetadata(t *testing.T) {
 			t.Errorf("call %d with 15 MiB of metadata was answered with %s, want it refused before the service", i, a)
 		}
 	}
-	srv.checkPeakRSS(t)
-	srv.checkLegitStillServed(t)
-	srv.backToLevel(t)
+	srv.checkHeld(t)
 }
 
 // Row 12: a 1 MiB type URL on the xDS port and a 1 MiB target name in a
@@ -140,9 +136,7 @@ func hugeStringsInLogs(t *testing.T) {
 			}
 		}
 	}
-	srv.checkPeakRSS(t)
-	srv.checkLegitStillServed(t)
-	srv.backToLevel(t)
+	srv.checkHeld(t)
 	if n := srv.longestLogLine(); n > maxLogLine {
 		t.Errorf("the server logged a line of %d bytes, over %d", n, maxLogLine)
 	}

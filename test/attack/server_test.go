@@ -219,6 +219,16 @@ func (s *server) notePeak() {
 	}
 }
 
+// checkHeld is what every scenario asserts after its attack: the peak
+// RSS stayed under the scale's bound, a legitimate client is still
+// answered exactly, and goroutines and heap came back to their level.
+func (s *server) checkHeld(t *testing.T) {
+	t.Helper()
+	s.checkPeakRSS(t)
+	s.checkLegitStillServed(t)
+	s.backToLevel(t)
+}
+
 // checkPeakRSS fails the test if the server's peak RSS went over
 // peakRSSBound.
 func (s *server) checkPeakRSS(t *testing.T) {

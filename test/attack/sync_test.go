@@ -158,9 +158,7 @@ func syncSharedCA(t *testing.T) {
 	// next batch adds.
 	srv.checkLegitDelta(t, s.wantDelta(t, s.batch(t, legitObjects()...)))
 	s.end(t)
-	srv.checkPeakRSS(t)
-	srv.checkLegitStillServed(t)
-	srv.backToLevel(t)
+	srv.checkHeld(t)
 }
 
 // Row 8: as many Sync streams as --max-sessions that never send their
@@ -202,7 +200,5 @@ func silentSyncStreams(t *testing.T) {
 			t.Errorf("silent stream %d ended with %v, want DeadlineExceeded naming the SyncStart it lacked", i, err)
 		}
 	}
-	srv.checkPeakRSS(t)
-	srv.checkLegitStillServed(t)
-	srv.backToLevel(t)
+	srv.checkHeld(t)
 }
