@@ -10,6 +10,7 @@ import (
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/mem"
 	"google.golang.org/grpc/test/bufconn"
 )
 
@@ -43,3 +44,23 @@ func Bufconn(tb testing.TB, s *grpc.Server) *grpc.ClientConn {
 	tb.Cleanup(func() { conn.Close() })
 	return conn
 }
+
+// RawCodec sends a []byte message as it is and receives one as it is, so a
+// test can put bytes on the wire that no generated type would encode
+// (grpc.ForceCodecV2(RawCodec{})). It takes the name "proto", the codec the
+// server expects.
+type RawCodec struct{}
+
+// Marshal sends v, a []byte, unchanged.
+func (RawCodec) Marshal(v any) (mem.BufferSlice, error) {
+	return mem.BufferSlice{mem.SliceBuffer(v.([]byte))}, nil
+}
+
+// Unmarshal stores the received bytes in v, a *[]byte.
+func (RawCodec) Unmarshal(data mem.BufferSlice, v any) error {
+	*(v.(*[]byte)) = data.Materialize()
+	return nil
+}
+
+// Name is "proto".
+func (RawCodec) Name() string { return "proto" }

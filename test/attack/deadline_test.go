@@ -12,11 +12,11 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/connectivity"
-	"google.golang.org/grpc/mem"
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/proto"
 
 	tributaryv1 "github.com/tributary-dev/tributary/gen/go/tributary/v1"
+	"github.com/tributary-dev/tributary/internal/grpctest"
 	"github.com/tributary-dev/tributary/internal/testproc"
 )
 
@@ -107,7 +107,7 @@ func encode(t *testing.T, req *tributaryv1.TranslateRequest) encoded {
 // answer is read but not decoded.
 func (e encoded) translate(ctx context.Context, conn *grpc.ClientConn) error {
 	var reply []byte
-	return conn.Invoke(ctx, tributaryv1.TranslationService_Translate_FullMethodName, []byte(e), &reply, grpc.ForceCodecV2(rawCodec{}))
+	return conn.Invoke(ctx, tributaryv1.TranslationService_Translate_FullMethodName, []byte(e), &reply, grpc.ForceCodecV2(grpctest.RawCodec{}))
 }
 
 // stall makes the call over a connection of its own, then never reads the
@@ -121,7 +121,7 @@ func (e encoded) stall(t *testing.T, srv *server) {
 	conn := dial(t, srv.Address, grpc.WithInitialWindowSize(1<<16), grpc.WithInitialConnWindowSize(1<<16))
 	ctx, cancel := context.WithCancel(t.Context())
 	t.Cleanup(cancel)
-	stream, err := conn.NewStream(ctx, &grpc.StreamDesc{}, tributaryv1.TranslationService_Translate_FullMethodName, grpc.ForceCodecV2(rawCodec{}))
+	stream, err := conn.NewStream(ctx, &grpc.StreamDesc{}, tributaryv1.TranslationService_Translate_FullMethodName, grpc.ForceCodecV2(grpctest.RawCodec{}))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -132,20 +132,6 @@ func (e encoded) stall(t *testing.T, srv *server) {
 		t.Fatal(err)
 	}
 }
-
-// rawCodec sends a []byte message as it is and receives one as it is.
-type rawCodec struct{}
-
-func (rawCodec) Marshal(v any) (mem.BufferSlice, error) {
-	return mem.BufferSlice{mem.SliceBuffer(v.([]byte))}, nil
-}
-
-func (rawCodec) Unmarshal(data mem.BufferSlice, v any) error {
-	*(v.(*[]byte)) = data.Materialize()
-	return nil
-}
-
-func (rawCodec) Name() string { return "proto" }
 
 // Row 7: four expensive Translate calls whose deadline passes while the
 // server translates. The client gets DeadlineExceeded; so do the server's

@@ -13,11 +13,11 @@ import (
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/mem"
 	"google.golang.org/grpc/status"
 
 	"github.com/tributary-dev/tributary/client"
 	tributaryv1 "github.com/tributary-dev/tributary/gen/go/tributary/v1"
+	"github.com/tributary-dev/tributary/internal/grpctest"
 )
 
 // TestJunkAndOversized: random bytes on the gRPC port (before and after a
@@ -47,7 +47,7 @@ func TestJunkAndOversized(t *testing.T) {
 	t.Run("random bytes as a Sync message", func(t *testing.T) {
 		conn := dial(t, srv.Address)
 		stream, err := conn.NewStream(ctx, &grpc.StreamDesc{ClientStreams: true, ServerStreams: true},
-			tributaryv1.TranslationService_Sync_FullMethodName, grpc.ForceCodecV2(rawCodec{}))
+			tributaryv1.TranslationService_Sync_FullMethodName, grpc.ForceCodecV2(grpctest.RawCodec{}))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -116,17 +116,3 @@ func isReset(err error) bool {
 	var op *net.OpError
 	return errors.As(err, &op) && strings.Contains(op.Err.Error(), "connection reset")
 }
-
-// rawCodec sends a []byte message as it is.
-type rawCodec struct{}
-
-func (rawCodec) Marshal(v any) (mem.BufferSlice, error) {
-	return mem.BufferSlice{mem.SliceBuffer(v.([]byte))}, nil
-}
-
-func (rawCodec) Unmarshal(data mem.BufferSlice, v any) error {
-	*(v.(*[]byte)) = data.Materialize()
-	return nil
-}
-
-func (rawCodec) Name() string { return "proto" }
