@@ -2,6 +2,8 @@ package translate
 
 import (
 	"fmt"
+	"maps"
+	"slices"
 	"strconv"
 
 	"google.golang.org/protobuf/encoding/protowire"
@@ -296,7 +298,10 @@ func (t *Tally) Cause(settings source.Settings) string {
 			best = c
 		}
 	}
-	for name, use := range t.secrets {
+	// In name order: with the strict > of consider, a tie goes to the
+	// first name, so the message does not depend on map order.
+	for _, name := range slices.SortedFunc(maps.Keys(t.secrets), source.NamespacedName.Compare) {
+		use := t.secrets[name]
 		consider(candidate{use.bytes * use.clusters, func() string {
 			return fmt.Sprintf("Secret %q (%s) is inlined into %s", name.String(), FormatBytes(use.bytes), countOf(use.clusters, "Cluster"))
 		}})

@@ -364,3 +364,25 @@ func TestFormat(t *testing.T) {
 		}
 	}
 }
+
+// TestCauseTiesGoToTheFirstSecret: two CA Secrets of equal size, each
+// inlined into as many Clusters, are an equal cause; the message names the
+// first by namespace and name, on every run and whatever the order of
+// adding.
+func TestCauseTiesGoToTheFirstSecret(t *testing.T) {
+	a := source.NamespacedName{Namespace: "ns", Name: "ca-a"}
+	b := source.NamespacedName{Namespace: "ns", Name: "ca-b"}
+	want := `Secret "ns/ca-a" (1.0 KB) is inlined into 2 Clusters`
+	for run := range 50 {
+		var tally translate.Tally
+		for i, secret := range []source.NamespacedName{b, a, a, b} {
+			if run%2 == 1 {
+				secret = map[source.NamespacedName]source.NamespacedName{a: b, b: a}[secret]
+			}
+			tally.Add(source.NamespacedName{Namespace: "ns", Name: fmt.Sprintf("tls-%d", i)}, &translate.Estimate{Bytes: 1100, CASecret: secret, CABytes: 1000})
+		}
+		if got := tally.Cause(source.Settings{}); got != want {
+			t.Fatalf("run %d: got %s, want %s", run, got, want)
+		}
+	}
+}
