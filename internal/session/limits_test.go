@@ -113,3 +113,47 @@ func TestApplyCancelledInParallel(t *testing.T) {
 	}
 	h.check(session.Batch{Upserts: objs}, expected{clusters: names, clas: names, statuses: names}, all...)
 }
+
+// TestApplyEstimatesAGrownLargeTargetAgain: the estimator remembers a
+// target of 1,024 endpoints or more; a batch that grows that target must
+// be estimated against what it holds now, not what was remembered, so a
+// batch that makes the output too large is refused, naming the endpoints
+// the target now has.
+func TestApplyEstimatesAGrownLargeTargetAgain(t *testing.T) {
+	const limit = 64 << 10
+	limits := translate.Limits{MaxOutputBytes: limit}
+	h := newHarness(t, source.Settings{})
+	objs := source.Objects{
+		ExtensionServices: []source.ExtensionService{extensionService("ns", "ext", "svc")},
+		Services:          []source.Service{service("ns", "svc")},
+		EndpointSlices:    []source.EndpointSlice{endpointSlice("ns", "svc-a", "svc", addresses(0, 1024)...)},
+	}
+	if _, err := h.session.Apply(t.Context(), &session.Batch{Upserts: objs}, limits); err != nil {
+		t.Fatalf("loading 1,024 endpoints: %v", err)
+	}
+	before := h.session.State()
+
+	grown := endpointSlice("ns", "svc-b", "svc", addresses(1024, 4096)...)
+	d, err := h.session.Apply(t.Context(), &session.Batch{Upserts: source.Objects{EndpointSlices: []source.EndpointSlice{grown}}}, limits)
+	after := objs
+	after.EndpointSlices = append(after.EndpointSlices, grown)
+	est := translate.NewEstimator(model.NewIndex(&after), source.Settings{}).Estimate(&after.ExtensionServices[0])
+	want := fmt.Sprintf(`the output would be about %s, over the 64 KiB limit: ExtensionService "ns/ext" has up to 5,120 endpoints (%s)`,
+		translate.FormatBytes(est.Bytes), translate.FormatBytes(est.EndpointBytes))
+	if _, ok := errors.AsType[*translate.TooLargeError](err); !ok || err.Error() != want || !d.Empty() {
+		t.Fatalf("growing the target: got %d changed ClusterLoadAssignments, %v; want no changes and a *TooLargeError saying\n%s", len(d.ClusterLoadAssignments), err, want)
+	}
+	if diff := cmp.Diff(before, h.session.State(), deltaOptions); diff != "" {
+		t.Errorf("State after the rejected batch (-before +after):\n%s", diff)
+	}
+}
+
+// addresses are n distinct IPv4 addresses from the from-th of 10.0.0.0/8.
+func addresses(from, n int) []string {
+	out := make([]string, n)
+	for i := range out {
+		a := from + i
+		out[i] = fmt.Sprintf("10.%d.%d.%d", a>>16&255, a>>8&255, a&255)
+	}
+	return out
+}
