@@ -143,6 +143,15 @@ func (b *Builder) lookupUpstreamValidation(v *source.UpstreamValidation, namespa
 	if len(names[0]) > maxSNIBytes {
 		return upstreamValidation{}, fmt.Errorf("subject name %s is %d bytes long, but as the SNI it must be at most %d bytes", source.Quote(names[0]), len(names[0]), maxSNIBytes)
 	}
+	// Contour's CRD bounds subjectName but not the other entries of
+	// subjectNames, each of which is copied into the Cluster: one longer
+	// than any DNS name can match no certificate, and is refused here, in
+	// the status, rather than made into a Cluster of that size.
+	for _, n := range names[1:] {
+		if len(n) > maxSNIBytes {
+			return upstreamValidation{}, fmt.Errorf("subject name %s is %d bytes long, but a subject name must be at most %d bytes", source.Quote(n), len(n), maxSNIBytes)
+		}
+	}
 	return upstreamValidation{caCertificate: ca.pem, subjectNames: names, caSkipped: ca.skipped}, nil
 }
 

@@ -56,10 +56,8 @@ func FuzzDecodeRequest(f *testing.F) {
 			t.Errorf("accepted %d cipher suites", len(tls.CipherSuites))
 		}
 		for _, es := range objs.ExtensionServices {
-			for _, target := range es.Spec.Services {
-				if targetNameLimit.tooLong(target.Name) {
-					t.Errorf("accepted a target name of %d bytes", len(target.Name))
-				}
+			if v := es.Spec.Validation; v != nil && (caSecretLimit.tooLong(v.CASecret) || subjectNameLimit.tooLong(v.SubjectName)) {
+				t.Errorf("accepted a caSecret of %d bytes and a subjectName of %d", len(v.CASecret), len(v.SubjectName))
 			}
 			for k, v := range es.Labels {
 				if !isQualifiedName(k) || !isLabelValue(v) {

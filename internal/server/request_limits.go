@@ -11,9 +11,10 @@ import (
 
 // lengthLimit is the longest a string field may be, and why. Kubernetes
 // bounds nearly every string its objects hold, so a client that sends
-// longer ones is not sending what Kubernetes stores; where it sets no
-// bound (the settings, some CRD fields), ours is far above any real value
-// and keeps what one string can cost in the output small.
+// longer ones is not sending what Kubernetes stores. Where Kubernetes sets
+// no bound, only the settings (our own API, copied into every Cluster) get
+// one of ours: an ExtensionService string Contour's CRD leaves unbounded is
+// translation's to judge, in that ExtensionService's status.
 type lengthLimit struct {
 	max int
 	// why completes "... is N bytes long; ".
@@ -22,9 +23,8 @@ type lengthLimit struct {
 
 // The limits of the objects' strings.
 var (
-	targetNameLimit     = lengthLimit{63, "at most 63 bytes: it names a Service, whose name is a DNS label"}
 	caSecretLimit       = lengthLimit{63 + 1 + 253, `at most 317 bytes: a namespace (63), "/" and a Secret name (253)`}
-	subjectNameLimit    = lengthLimit{255, "at most 255 bytes: a subject name is a DNS name, and the first is the SNI, which Envoy caps at 255"}
+	subjectNameLimit    = lengthLimit{255, "at most 255 bytes: it is the SNI, which Envoy caps at 255 (Contour's CRD allows 250)"}
 	keywordLimit        = lengthLimit{32, "at most 32 bytes: the field takes one of a few short keywords"}
 	durationLimit       = lengthLimit{64, "at most 64 bytes: a duration needs far fewer"}
 	dnsNameLimit        = lengthLimit{253, "at most 253 bytes: it is a DNS name"}

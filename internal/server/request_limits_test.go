@@ -17,9 +17,6 @@ func TestDecodeRequestLimits(t *testing.T) {
 	es := func(spec *tributaryv1.ExtensionServiceSpec) []*tributaryv1.KubernetesObject {
 		return []*tributaryv1.KubernetesObject{extensionServiceObject(meta("ns", "ext"), spec)}
 	}
-	target := func(name string) []*tributaryv1.ExtensionServiceTarget {
-		return []*tributaryv1.ExtensionServiceTarget{{Name: name, Port: 80}}
-	}
 	labelled := func(labels map[string]string) []*tributaryv1.KubernetesObject {
 		m := meta("ns", "svc")
 		m.Labels = labels
@@ -32,35 +29,23 @@ func TestDecodeRequestLimits(t *testing.T) {
 		field, msg string
 		reason     string
 	}{{
-		name:  "target name",
-		over:  &tributaryv1.TranslateRequest{Objects: es(&tributaryv1.ExtensionServiceSpec{Services: target(long(64))})},
-		at:    &tributaryv1.TranslateRequest{Objects: es(&tributaryv1.ExtensionServiceSpec{Services: target(long(63))})},
-		field: "objects[0].extensionService.spec.services[0].name",
-		msg:   esRef + "spec.services[0].name is 64 bytes long; " + targetNameLimit.why,
-	}, {
-		name:  "second subject name",
-		over:  &tributaryv1.TranslateRequest{Objects: es(&tributaryv1.ExtensionServiceSpec{Validation: &tributaryv1.UpstreamValidation{SubjectNames: []string{"a", long(256)}}})},
-		at:    &tributaryv1.TranslateRequest{Objects: es(&tributaryv1.ExtensionServiceSpec{Validation: &tributaryv1.UpstreamValidation{SubjectNames: []string{"a", long(255)}}})},
-		field: "objects[0].extensionService.spec.validation.subjectNames[1]",
-		msg:   esRef + "spec.validation.subjectNames[1] is 256 bytes long; " + subjectNameLimit.why,
-	}, {
 		name:  "CA Secret reference",
 		over:  &tributaryv1.TranslateRequest{Objects: es(&tributaryv1.ExtensionServiceSpec{Validation: &tributaryv1.UpstreamValidation{CaSecret: long(318)}})},
 		at:    &tributaryv1.TranslateRequest{Objects: es(&tributaryv1.ExtensionServiceSpec{Validation: &tributaryv1.UpstreamValidation{CaSecret: long(317)}})},
 		field: "objects[0].extensionService.spec.validation.caSecret",
 		msg:   esRef + "spec.validation.caSecret is 318 bytes long; " + caSecretLimit.why,
 	}, {
+		name:  "subject name",
+		over:  &tributaryv1.TranslateRequest{Objects: es(&tributaryv1.ExtensionServiceSpec{Validation: &tributaryv1.UpstreamValidation{SubjectName: long(256)}})},
+		at:    &tributaryv1.TranslateRequest{Objects: es(&tributaryv1.ExtensionServiceSpec{Validation: &tributaryv1.UpstreamValidation{SubjectName: long(255)}})},
+		field: "objects[0].extensionService.spec.validation.subjectName",
+		msg:   esRef + "spec.validation.subjectName is 256 bytes long; " + subjectNameLimit.why,
+	}, {
 		name:  "protocol",
 		over:  &tributaryv1.TranslateRequest{Objects: es(&tributaryv1.ExtensionServiceSpec{Protocol: proto.String(long(33))})},
 		at:    &tributaryv1.TranslateRequest{Objects: es(&tributaryv1.ExtensionServiceSpec{Protocol: proto.String(long(32))})},
 		field: "objects[0].extensionService.spec.protocol",
 		msg:   esRef + "spec.protocol is 33 bytes long; " + keywordLimit.why,
-	}, {
-		name:  "idle connection timeout",
-		over:  &tributaryv1.TranslateRequest{Objects: es(&tributaryv1.ExtensionServiceSpec{TimeoutPolicy: &tributaryv1.TimeoutPolicy{IdleConnection: long(65)}})},
-		at:    &tributaryv1.TranslateRequest{Objects: es(&tributaryv1.ExtensionServiceSpec{TimeoutPolicy: &tributaryv1.TimeoutPolicy{IdleConnection: long(64)}})},
-		field: "objects[0].extensionService.spec.timeoutPolicy.idleConnection",
-		msg:   esRef + "spec.timeoutPolicy.idleConnection is 65 bytes long; " + durationLimit.why,
 	}, {
 		name:   "label value",
 		over:   &tributaryv1.TranslateRequest{Objects: labelled(map[string]string{"app": long(64), "b": "ok"})},

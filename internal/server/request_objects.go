@@ -180,20 +180,16 @@ func (d *decoder) extensionService(i int, pb *tributaryv1.ExtensionService, p *p
 	targets := spec.GetServices()
 	es.Spec.Services = carve(&d.targets, len(targets))
 	for j, t := range targets {
+		// The name has no length limit: Contour's CRD sets none, and a name
+		// no Service can have is a Service not found, in the status.
 		checkPort(ref, p, "spec.services", j, t.GetPort())
-		if name := t.GetName(); targetNameLimit.tooLong(name) {
-			targetNameLimit.report(ref, p, fmt.Sprintf("spec.services[%d].name", j), len(name))
-		}
 		es.Spec.Services[j] = source.ExtensionServiceTarget{Name: t.GetName(), Port: t.GetPort(), Weight: t.GetWeight()}
 	}
 	if v := spec.GetValidation(); v != nil {
 		caSecretLimit.check(ref, p, "spec.validation.caSecret", v.GetCaSecret())
+		// Contour's CRD bounds caSecret and subjectName, not the entries of
+		// subjectNames: translation refuses a long one in the status.
 		subjectNameLimit.check(ref, p, "spec.validation.subjectName", v.GetSubjectName())
-		for j, n := range v.GetSubjectNames() {
-			if subjectNameLimit.tooLong(n) {
-				subjectNameLimit.report(ref, p, fmt.Sprintf("spec.validation.subjectNames[%d]", j), len(n))
-			}
-		}
 		es.Spec.Validation = &source.UpstreamValidation{CASecret: v.GetCaSecret(), SubjectName: v.GetSubjectName(), SubjectNames: v.GetSubjectNames()}
 	}
 	if spec != nil {
@@ -202,14 +198,13 @@ func (d *decoder) extensionService(i int, pb *tributaryv1.ExtensionService, p *p
 		}
 		es.Spec.Protocol = spec.Protocol
 	}
+	// The strategy and the timeouts have no length limit: Contour's CRD
+	// sets none, an unknown strategy means round robin, and a timeout is
+	// parsed (or refused in the status) in one pass.
 	if lb := spec.GetLoadBalancerPolicy(); lb != nil {
-		keywordLimit.check(ref, p, "spec.loadBalancerPolicy.strategy", lb.GetStrategy())
 		es.Spec.LoadBalancerPolicy = &source.LoadBalancerPolicy{Strategy: lb.GetStrategy()}
 	}
 	if tp := spec.GetTimeoutPolicy(); tp != nil {
-		durationLimit.check(ref, p, "spec.timeoutPolicy.response", tp.GetResponse())
-		durationLimit.check(ref, p, "spec.timeoutPolicy.idle", tp.GetIdle())
-		durationLimit.check(ref, p, "spec.timeoutPolicy.idleConnection", tp.GetIdleConnection())
 		es.Spec.TimeoutPolicy = &source.TimeoutPolicy{Response: tp.GetResponse(), Idle: tp.GetIdle(), IdleConnection: tp.GetIdleConnection()}
 	}
 	keywordLimit.check(ref, p, "spec.protocolVersion", spec.GetProtocolVersion())
