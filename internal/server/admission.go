@@ -12,6 +12,7 @@ import (
 	"google.golang.org/grpc/encoding"
 	grpcproto "google.golang.org/grpc/encoding/proto"
 	"google.golang.org/grpc/mem"
+	"google.golang.org/grpc/stats"
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/proto"
 
@@ -53,9 +54,9 @@ func (b *inflightBudget) reserve(n int64) bool {
 
 func (b *inflightBudget) release(n int64) { b.used.Add(-n) }
 
-// admission is the codec's verdict on one received message, for the
-// interceptors to act on: the bytes of the budget it holds, or the error
-// that refuses it (then it holds nothing and the message is left empty).
+// admission is the codec's verdict on one received message: the bytes of
+// the budget it holds, or the error that refuses it (then it holds nothing
+// and the message is left empty).
 type admission struct {
 	bytes   int64
 	refused error
@@ -66,15 +67,21 @@ type admission struct {
 // DecodeAmplification times that, and decodes only what fits. gRPC turns
 // any error of a codec into Internal ("grpc: failed to unmarshal the
 // received message", see recv in grpc's rpc_util.go), so a refusal is not
-// returned from Unmarshal: the message stays empty, the verdict is kept
-// under the message's pointer, and admitUnary or admittedStream, which see
-// the same pointer right after, answer the client with the refusal
-// (ResourceExhausted for the budget, InvalidArgument for bytes that do not
-// decode). For a Sync stream this also lets the session send the answers it
-// owes before the stream ends.
+// returned from Unmarshal: the message stays empty and the verdict waits in
+// decoded, under the message's pointer, for the call's callAdmission to
+// take it (see admissionStats), and admitUnary or admittedStream answer the
+// client with the refusal (ResourceExhausted for the budget,
+// InvalidArgument for bytes that do not decode). For a Sync stream this
+// also lets the session send the answers it owes before the stream ends.
 type admissionCodec struct {
-	budget   *inflightBudget
-	verdicts sync.Map // message pointer → admission
+	budget *inflightBudget
+	// decoded holds a verdict from Unmarshal until the call takes it:
+	// at the InPayload that gRPC reports right after a message is
+	// decoded, or at the call's End for the one message gRPC decodes
+	// without an InPayload (the second message of a call that takes one,
+	// read into the same pointer only to refuse the call). Every entry is
+	// gone once its call has ended.
+	decoded sync.Map // message pointer → admission
 }
 
 var protoCodecV2 = encoding.GetCodecV2(grpcproto.Name)
@@ -99,10 +106,10 @@ func (c *admissionCodec) Unmarshal(data mem.BufferSlice, v any) error {
 		reason := strings.ReplaceAll(err.Error(), "\u00a0", " ")
 		verdict = admission{refused: status.Errorf(codes.InvalidArgument, "cannot unmarshal the message as %s: %s", messageName(v), source.Truncate(reason))}
 	}
-	// A message decoded again (a second message on a stream that takes
-	// one, which gRPC reads into the same pointer) gives back what the
-	// first one held.
-	if old, loaded := c.verdicts.Swap(v, verdict); loaded {
+	// A verdict not yet taken on the same pointer (not seen from gRPC,
+	// which reports every decode but the refused second one) is given
+	// back rather than lost.
+	if old, loaded := c.decoded.Swap(v, verdict); loaded {
 		c.budget.release(old.(admission).bytes)
 	}
 	return nil
@@ -111,7 +118,7 @@ func (c *admissionCodec) Unmarshal(data mem.BufferSlice, v any) error {
 // take removes and returns the verdict on m; a message the codec did not
 // decode holds nothing.
 func (c *admissionCodec) take(m any) admission {
-	v, ok := c.verdicts.LoadAndDelete(m)
+	v, ok := c.decoded.LoadAndDelete(m)
 	if !ok {
 		return admission{}
 	}
@@ -125,64 +132,159 @@ func messageName(v any) string {
 	return fmt.Sprintf("%T", v)
 }
 
+// callAdmission is one call's account with the budget: the share of the
+// last message received that the call has not given back yet. It is the
+// one owner of the release: a message's share is given back when the call
+// is done with it (the next message is asked for, or Sync has applied or
+// rejected it: releaseMessage) or, whatever happened, when the call ends,
+// which gRPC reports to admissionStats on every path, including those that
+// never reach an interceptor (a stream reset before the request's end, a
+// second message on a call that takes one).
+type callAdmission struct {
+	codec *admissionCodec
+
+	// mu guards the rest: the receiving goroutine (Sync's receiver, in
+	// RecvMsg), the handler's and gRPC's End may all touch it.
+	mu sync.Mutex
+	// last is the last message received; held its share of the budget
+	// not yet given back, and refused the codec's refusal of it.
+	last    any
+	held    int64
+	refused error
+	// ended is set at the call's End: what is received after (a
+	// receiving goroutine still in RecvMsg) is given back at once.
+	ended bool
+}
+
+type callAdmissionKey struct{}
+
+func callAdmissionOf(ctx context.Context) *callAdmission {
+	c, _ := ctx.Value(callAdmissionKey{}).(*callAdmission)
+	return c
+}
+
+// received takes the codec's verdict on m, just decoded.
+func (c *callAdmission) received(m any) {
+	verdict := c.codec.take(m)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.ended {
+		c.codec.budget.release(verdict.bytes)
+		return
+	}
+	c.last, c.refused = m, verdict.refused
+	c.held += verdict.bytes
+}
+
+// refusal is the codec's refusal of m, if m is the last message received.
+func (c *callAdmission) refusal(m any) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.last != m {
+		return nil
+	}
+	return c.refused
+}
+
+// done gives m's share back, if m is the last message received and its
+// share is still held; a second call for the same message does nothing.
+func (c *callAdmission) done(m any) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.last == m {
+		c.codec.budget.release(c.held)
+		c.held = 0
+	}
+}
+
+// end gives back everything the call holds, and the verdict on a message
+// gRPC decoded without reporting it.
+func (c *callAdmission) end() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.codec.budget.release(c.held)
+	c.held, c.ended = 0, true
+	if c.last != nil {
+		c.codec.budget.release(c.codec.take(c.last).bytes)
+	}
+}
+
+// admissionStats gives every call a callAdmission and tells it what gRPC
+// reports: each message decoded (InPayload, right after Unmarshal on the
+// same goroutine) and the call's End.
+type admissionStats struct{ codec *admissionCodec }
+
+var _ stats.Handler = admissionStats{}
+
+func (a admissionStats) TagRPC(ctx context.Context, _ *stats.RPCTagInfo) context.Context {
+	return context.WithValue(ctx, callAdmissionKey{}, &callAdmission{codec: a.codec})
+}
+
+func (admissionStats) HandleRPC(ctx context.Context, s stats.RPCStats) {
+	call := callAdmissionOf(ctx)
+	if call == nil {
+		return
+	}
+	switch s := s.(type) {
+	case *stats.InPayload:
+		call.received(s.Payload)
+	case *stats.End:
+		call.end()
+	}
+}
+
+func (admissionStats) TagConn(ctx context.Context, _ *stats.ConnTagInfo) context.Context { return ctx }
+
+func (admissionStats) HandleConn(context.Context, stats.ConnStats) {}
+
+// releaseMessage gives the share of m, a message of the call of ctx, back
+// to the budget: the handler is done with it.
+func releaseMessage(ctx context.Context, m any) {
+	if call := callAdmissionOf(ctx); call != nil {
+		call.done(m)
+	}
+}
+
 // admitUnary answers a unary call whose request the codec refused with the
-// refusal, and gives the request's share of the budget back when the call
-// ends. It runs inside the logging and metrics interceptors, so a refused
-// call is logged and counted with the code the client got.
-func (c *admissionCodec) admitUnary(ctx context.Context, req any, _ *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error) {
-	verdict := c.take(req)
-	defer c.budget.release(verdict.bytes)
-	if verdict.refused != nil {
-		return nil, verdict.refused
+// refusal. It runs inside the logging and metrics interceptors, so a
+// refused call is logged and counted with the code the client got. The
+// request's share is given back at the call's End.
+func admitUnary(ctx context.Context, req any, _ *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error) {
+	if call := callAdmissionOf(ctx); call != nil {
+		if err := call.refusal(req); err != nil {
+			return nil, err
+		}
 	}
 	return handler(ctx, req)
 }
 
 // admitStream makes every RecvMsg of a stream answer a refused message
 // with its refusal, and gives a message's share of the budget back when
-// the next one is asked for or the call ends: a handler asks for the next
-// message once it is done with the last.
-func (c *admissionCodec) admitStream(srv any, ss grpc.ServerStream, _ *grpc.StreamServerInfo, handler grpc.StreamHandler) error {
-	wrapped := &admittedStream{ServerStream: ss, codec: c}
-	defer wrapped.end()
-	return handler(srv, wrapped)
+// the next one is asked for: a handler asks for the next message once it
+// is done with the last (Sync gives it back sooner, see releaseMessage).
+func admitStream(srv any, ss grpc.ServerStream, _ *grpc.StreamServerInfo, handler grpc.StreamHandler) error {
+	call := callAdmissionOf(ss.Context())
+	if call == nil {
+		return handler(srv, ss)
+	}
+	return handler(srv, &admittedStream{ServerStream: ss, call: call})
 }
 
 type admittedStream struct {
 	grpc.ServerStream
-	codec *admissionCodec
-
-	// mu guards held and ended: RecvMsg runs on a goroutine of the
-	// handler's (Sync's receiver), which may still be in it when the
-	// call ends.
-	mu    sync.Mutex
-	held  int64
-	ended bool
+	call *callAdmission
+	// previous is the message the last RecvMsg received into; RecvMsg
+	// runs on one goroutine at a time.
+	previous any
 }
 
 func (s *admittedStream) RecvMsg(m any) error {
-	s.mu.Lock()
-	s.codec.budget.release(s.held)
-	s.held = 0
-	s.mu.Unlock()
+	if s.previous != nil {
+		s.call.done(s.previous)
+	}
+	s.previous = m
 	if err := s.ServerStream.RecvMsg(m); err != nil {
 		return err
 	}
-	verdict := s.codec.take(m)
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.ended {
-		s.codec.budget.release(verdict.bytes)
-	} else {
-		s.held = verdict.bytes
-	}
-	return verdict.refused
-}
-
-// end gives back what the last message held.
-func (s *admittedStream) end() {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.codec.budget.release(s.held)
-	s.held, s.ended = 0, true
+	return s.call.refusal(m)
 }

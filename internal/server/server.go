@@ -23,6 +23,7 @@ import (
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 	"google.golang.org/grpc/keepalive"
 	"google.golang.org/grpc/reflection"
+	"google.golang.org/grpc/stats"
 	"google.golang.org/grpc/status"
 
 	tributaryv1 "github.com/tributary-dev/tributary/gen/go/tributary/v1"
@@ -135,6 +136,12 @@ type Options struct {
 	// signal to reconnect (to another replica, or to this address once the
 	// server is back) and send their objects again.
 	Draining <-chan struct{}
+
+	// admission and statsHandlers are for tests: the codec to use, so a
+	// test can look at the budget, and stats handlers that run after the
+	// server's own, so a test knows when a call's End has been handled.
+	admission     *admissionCodec
+	statsHandlers []stats.Handler
 }
 
 // NewGRPCServer returns a *grpc.Server serving TranslationService, the
@@ -165,9 +172,12 @@ func orDefaultDuration(d, def time.Duration) time.Duration {
 func newGRPCServer(opts Options, translation tributaryv1.TranslationServiceServer) *grpc.Server {
 	logger := orDefaultLogger(opts.Logger)
 	unaryMetrics, streamMetrics := metricsInterceptors(opts.Metrics)
-	admission := &admissionCodec{budget: &inflightBudget{max: orDefault(opts.MaxInflightBytes, DefaultMaxInflightBytes)}}
+	admission := opts.admission
+	if admission == nil {
+		admission = &admissionCodec{budget: &inflightBudget{max: orDefault(opts.MaxInflightBytes, DefaultMaxInflightBytes)}}
+	}
 	warnings := newPeerWarnings()
-	s := grpc.NewServer(
+	serverOptions := []grpc.ServerOption{
 		grpc.MaxRecvMsgSize(orDefault(opts.MaxRecvMsgSize, DefaultMaxMsgSize)),
 		grpc.MaxSendMsgSize(orDefault(opts.MaxSendMsgSize, DefaultMaxMsgSize)),
 		grpc.MaxConcurrentStreams(uint32(orDefault(opts.MaxConcurrentStreams, DefaultMaxConcurrentStreams))),
@@ -185,12 +195,15 @@ func newGRPCServer(opts Options, translation tributaryv1.TranslationServiceServe
 		// ids come first, for logging to put them on the line that ends a
 		// Sync call.
 		grpc.StatsHandler(refusedCalls{logger: logger, warnings: warnings}),
+		// Gives back what each call holds of the in-flight budget when
+		// it ends, on every path (see callAdmission).
+		grpc.StatsHandler(admissionStats{codec: admission}),
 		grpc.ChainUnaryInterceptor(
 			reachedUnary,
 			selector.UnaryServerInterceptor(logging.UnaryServerInterceptor(callLogger(logger, warnings), logOnFinish, callLevels(opts.Draining)), selector.MatchFunc(worthLogging)),
 			unaryMetrics,
 			clientCodeUnary,
-			admission.admitUnary,
+			admitUnary,
 			recovery.UnaryServerInterceptor(recovery.WithRecoveryHandlerContext(recoverPanic(logger))),
 		),
 		grpc.ChainStreamInterceptor(
@@ -199,10 +212,14 @@ func newGRPCServer(opts Options, translation tributaryv1.TranslationServiceServe
 			selector.StreamServerInterceptor(logging.StreamServerInterceptor(callLogger(logger, warnings), logOnFinish, callLevels(opts.Draining)), selector.MatchFunc(worthLogging)),
 			streamMetrics,
 			clientCodeStream,
-			admission.admitStream,
+			admitStream,
 			recovery.StreamServerInterceptor(recovery.WithRecoveryHandlerContext(recoverPanic(logger))),
 		),
-	)
+	}
+	for _, h := range opts.statsHandlers {
+		serverOptions = append(serverOptions, grpc.StatsHandler(h))
+	}
+	s := grpc.NewServer(serverOptions...)
 	tributaryv1.RegisterTranslationServiceServer(s, translation)
 
 	healthServer := opts.Health

@@ -198,6 +198,11 @@ func (s *syncCall) run(ctx context.Context) error {
 		case m := <-messages:
 			s.in.asked = false
 			s.handle(ctx, m)
+			// The batch is applied or rejected: its share of the
+			// in-flight budget goes back now, not when the next
+			// message is read, which waits while a rejection waits
+			// for a client that may never read it.
+			releaseMessage(ctx, m.req)
 		case r := <-s.out.doneOrNil():
 			if err := s.sent(r); err != nil {
 				return s.endWith(ctx, err)
