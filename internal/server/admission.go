@@ -132,6 +132,12 @@ func messageName(v any) string {
 	return fmt.Sprintf("%T", v)
 }
 
+// responseAmplification is how many bytes a Translate response costs the
+// server per byte of its estimated size (translate.Estimator, an upper
+// bound) while the call is in flight: the resources built, then the
+// message gRPC marshals from them before the call ends.
+const responseAmplification = 2
+
 // callAdmission is one call's account with the budget: the share of the
 // last message received that the call has not given back yet. It is the
 // one owner of the release: a message's share is given back when the call
@@ -151,6 +157,9 @@ type callAdmission struct {
 	last    any
 	held    int64
 	refused error
+	// response is what the call holds for its response (reserveResponse),
+	// given back when the call ends: after the response is sent.
+	response int64
 	// ended is set at the call's End: what is received after (a
 	// receiving goroutine still in RecvMsg) is given back at once.
 	ended bool
@@ -202,11 +211,31 @@ func (c *callAdmission) done(m any) {
 func (c *callAdmission) end() {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	c.codec.budget.release(c.held)
-	c.held, c.ended = 0, true
+	c.codec.budget.release(c.held + c.response)
+	c.held, c.response, c.ended = 0, 0, true
 	if c.last != nil {
 		c.codec.budget.release(c.codec.take(c.last).bytes)
 	}
+}
+
+// reserveResponse takes responseAmplification times estimate, a
+// response's estimated size, from the budget until the call ends, or
+// refuses the call with ResourceExhausted when that does not fit now.
+func (c *callAdmission) reserveResponse(estimate int64) error {
+	n := estimate * responseAmplification
+	if !c.codec.budget.reserve(n) {
+		return status.Errorf(codes.ResourceExhausted,
+			"the server has no memory now for a response of about %d bytes (requests and responses in flight may use %d bytes, --max-inflight-bytes; a response costs about %d times its size); retry later",
+			estimate, c.codec.budget.max, responseAmplification)
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.ended {
+		c.codec.budget.release(n)
+		return nil
+	}
+	c.response += n
+	return nil
 }
 
 // admissionStats gives every call a callAdmission and tells it what gRPC

@@ -48,7 +48,9 @@ func NewTranslationService() tributaryv1.TranslationServiceServer {
 //
 // A response that could exceed the send limit (Options.MaxSendMsgSize) fails
 // with ResourceExhausted before anything is built, naming what makes it
-// large (see translate.Estimator). A cancelled call or a passed deadline
+// large (see translate.Estimator); so does one whose memory does not fit
+// in the in-flight budget now (see reserveResponse), which the call holds
+// until it ends. A cancelled call or a passed deadline
 // stops the translation within about one ExtensionService per CPU, and the
 // call ends with Canceled or DeadlineExceeded: the code the client got,
 // which the call log and metrics then carry too.
@@ -64,7 +66,11 @@ func (t translationService) Translate(ctx context.Context, req *tributaryv1.Tran
 		return nil, status.FromContextError(err).Err()
 	}
 	began := time.Now()
-	res, err := translate.Bounded(ctx, objs, settings, t.limits.output(req.GetIncludeJson()))
+	limits := t.limits.output(req.GetIncludeJson())
+	if call := callAdmissionOf(ctx); call != nil { // nil in process (the command line)
+		limits.Reserve = call.reserveResponse
+	}
+	res, err := translate.Bounded(ctx, objs, settings, limits)
 	if err != nil {
 		return nil, translationError(err)
 	}
@@ -90,6 +96,9 @@ func (l syncLimits) output(json bool) translate.Limits {
 func translationError(err error) error {
 	if tooLarge, ok := errors.AsType[*translate.TooLargeError](err); ok {
 		return status.Error(codes.ResourceExhausted, tooLarge.Describe("the response"))
+	}
+	if _, ok := status.FromError(err); ok { // the response's reservation refused
+		return err
 	}
 	return status.FromContextError(err).Err()
 }

@@ -55,6 +55,11 @@ type Limits struct {
 	// JSON says every resource will also be rendered as protojson, which
 	// the bound then counts too (see jsonExpansion).
 	JSON bool
+	// Reserve, when set, is given the output's estimated size (as Check
+	// counts it) once it is within MaxOutputBytes, before anything is
+	// built; an error from it is Bounded's. The server takes the memory
+	// of the response from its in-flight budget there.
+	Reserve func(bytes int64) error
 }
 
 // jsonExpansion bounds how many bytes of protojson one byte of an encoded
@@ -125,7 +130,13 @@ func checkOutput(ctx context.Context, idx *model.Index, settings source.Settings
 		est := estimator.Estimate(e)
 		t.Add(e.NamespacedName(), &est)
 	}
-	return l.Check(t.Bytes, func() string { return t.Cause(settings) })
+	if err := l.Check(t.Bytes, func() string { return t.Cause(settings) }); err != nil || l.Reserve == nil {
+		return err
+	}
+	if l.JSON {
+		t.Bytes *= 1 + jsonExpansion
+	}
+	return l.Reserve(t.Bytes)
 }
 
 // encoding chooses how resources become bytes.
