@@ -20,7 +20,7 @@ import (
 // 0.0.0.0:8081 with mutual TLS or behind a NetworkPolicy.
 const defaultAddress = "127.0.0.1:8081"
 
-const serveSynopsis = "tributary serve [--address 127.0.0.1:8081] [--max-message-size SIZE] [--max-inflight-bytes SIZE] [--log-level info] [--shutdown-timeout 10s] [--metrics-address host:port] [--xds-address host:port] [--xds-withdraw-grace 30s] [--xds-max-streams 4096] [--xds-max-names-per-stream 50000] [--xds-max-names 1000000] [--xds-max-node-length 1024] [--xds-max-streams-per-connection 100] [--xds-max-request-bytes 4MiB] [--tls-cert-file FILE --tls-key-file FILE [--tls-client-ca-file FILE [--tls-allowed-client-sans SAN,...] [--xds-tls-allowed-client-sans SAN,...]]] [--max-sessions 1000] [--max-batch-objects 100000] [--max-session-bytes 512MiB] [--max-concurrent-streams 16] [--sync-start-timeout 10s] [--max-connection-age 1h] [--max-connection-age-grace 15m]"
+const serveSynopsis = "tributary serve [--address 127.0.0.1:8081] [--max-message-size SIZE] [--max-response-size 64MiB] [--max-inflight-bytes SIZE] [--log-level info] [--shutdown-timeout 10s] [--metrics-address host:port] [--xds-address host:port] [--xds-withdraw-grace 30s] [--xds-max-streams 4096] [--xds-max-names-per-stream 50000] [--xds-max-names 1000000] [--xds-max-node-length 1024] [--xds-max-streams-per-connection 100] [--xds-max-request-bytes 4MiB] [--tls-cert-file FILE --tls-key-file FILE [--tls-client-ca-file FILE [--tls-allowed-client-sans SAN,...] [--xds-tls-allowed-client-sans SAN,...]]] [--max-sessions 1000] [--max-batch-objects 100000] [--max-session-bytes 512MiB] [--max-concurrent-streams 16] [--sync-start-timeout 10s] [--max-connection-age 1h] [--max-connection-age-grace 15m]"
 
 // runServe serves TranslationService (with health and reflection) until
 // SIGTERM or SIGINT, then drains: open Sync calls end at once with
@@ -95,7 +95,7 @@ func runServe(ctx context.Context, args []string, std stdio) int {
 	draining := make(chan struct{})
 	srv := server.NewGRPCServer(server.Options{
 		MaxRecvMsgSize: int(limits.messageSize),
-		MaxSendMsgSize: int(limits.messageSize),
+		MaxSendMsgSize: int(limits.responseSize),
 		Logger:         logger,
 		Metrics:        metricsEndpoint.Metrics(),
 		Health:         healthServer,

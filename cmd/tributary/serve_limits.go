@@ -18,8 +18,13 @@ type limitFlags struct {
 	// messageSize and inflightBytes are 0 unless given: their defaults
 	// follow the process's memory limit (see resolve).
 	messageSize, inflightBytes byteSize
-	syncStartTimeout           time.Duration
-	connectionAge, ageGrace    time.Duration
+	// responseSize bounds what the server sends in one message: a
+	// Translate response, or a Sync session's whole output. It does not
+	// follow the budget: DecodeAmplification is what a request costs
+	// once decoded, not what a response costs to send.
+	responseSize            byteSize
+	syncStartTimeout        time.Duration
+	connectionAge, ageGrace time.Duration
 }
 
 // Without GOMEMLIMIT, the requests in flight may cost 1GiB; with it, a
@@ -36,9 +41,11 @@ const (
 
 // registerLimitFlags adds the limit flags to fs.
 func registerLimitFlags(fs *flag.FlagSet) *limitFlags {
-	f := &limitFlags{sessionBytes: server.DefaultMaxSessionBytes}
+	f := &limitFlags{sessionBytes: server.DefaultMaxSessionBytes, responseSize: server.DefaultMaxMsgSize}
 	fs.Var(&f.messageSize, "max-message-size",
-		"largest request or response: a `size` in bytes, or with a KiB, MiB or GiB suffix (default: what --max-inflight-bytes holds once decoded, 1/32 of it, at most 64MiB)")
+		"largest request: a `size` in bytes, or with a KiB, MiB or GiB suffix (default: what --max-inflight-bytes holds once decoded, 1/32 of it, at most 64MiB)")
+	fs.Var(&f.responseSize, "max-response-size",
+		"largest response, and so the largest output of a Translate or of a Sync session: a `size` (default 64MiB); a Translate whose response would be larger fails with RESOURCE_EXHAUSTED, a Sync batch that would make it larger is rejected")
 	fs.Var(&f.inflightBytes, "max-inflight-bytes",
 		"most memory the requests in flight may cost together, counted as 32 times their size: a `size` (default: a quarter of GOMEMLIMIT when it is set, else 1GiB); a request that does not fit is refused at once with RESOURCE_EXHAUSTED")
 	fs.IntVar(&f.batchObjects, "max-batch-objects", server.DefaultMaxBatchObjects,
@@ -67,7 +74,7 @@ func (f *limitFlags) check() error {
 		{"max-batch-objects", int64(f.batchObjects)}, {"max-sessions", int64(f.sessions)},
 		{"max-concurrent-streams", int64(f.concurrentStreams)}, {"max-session-bytes", int64(f.sessionBytes)},
 		{"sync-start-timeout", int64(f.syncStartTimeout)}, {"max-connection-age", int64(f.connectionAge)},
-		{"max-connection-age-grace", int64(f.ageGrace)},
+		{"max-connection-age-grace", int64(f.ageGrace)}, {"max-response-size", int64(f.responseSize)},
 	} {
 		if l.value <= 0 {
 			return fmt.Errorf("--%s must be positive, not %d", l.name, l.value)
