@@ -157,3 +157,54 @@ func addresses(from, n int) []string {
 	}
 	return out
 }
+
+// TestApplyDecidesNearTheLimitWithPreciseEstimates: a session whose Quick
+// bounds are over the limit but whose precise Estimates fit is accepted,
+// including when the extension that makes it large is not in the batch
+// (its Quick bound, kept from an earlier Apply, is made precise then); one
+// endpoint more than the limit allows is refused with the precise bound.
+func TestApplyDecidesNearTheLimitWithPreciseEstimates(t *testing.T) {
+	h := newHarness(t, source.Settings{})
+	objs := source.Objects{
+		ExtensionServices: []source.ExtensionService{extensionService("ns", "ext-a", "svc-a"), extensionService("ns", "ext-b", "svc-b")},
+		Services:          []source.Service{service("ns", "svc-a"), service("ns", "svc-b")},
+		EndpointSlices: []source.EndpointSlice{
+			endpointSlice("ns", "svc-a-1", "svc-a", addresses(0, 2000)...),
+			endpointSlice("ns", "svc-b-1", "svc-b", addresses(2000, 10)...),
+		},
+	}
+	if _, err := h.session.Apply(t.Context(), &session.Batch{Upserts: objs}, defaultLimits); err != nil {
+		t.Fatalf("loading: %v", err)
+	}
+
+	grown := objs
+	grown.EndpointSlices = []source.EndpointSlice{objs.EndpointSlices[0], endpointSlice("ns", "svc-b-1", "svc-b", addresses(2000, 11)...)}
+	precise := estimateOf(&grown, source.Settings{})
+	if quick := quickOf(&grown); quick <= precise {
+		t.Fatalf("Quick %d, Estimate %d: the test needs Quick over the limit", quick, precise)
+	}
+	limits := translate.Limits{MaxOutputBytes: precise}
+	if _, err := h.session.Apply(t.Context(), &session.Batch{Upserts: source.Objects{EndpointSlices: grown.EndpointSlices[1:]}}, limits); err != nil {
+		t.Fatalf("growing svc-b to the limit: %v", err)
+	}
+
+	over := grown
+	over.EndpointSlices = []source.EndpointSlice{objs.EndpointSlices[0], endpointSlice("ns", "svc-b-1", "svc-b", addresses(2000, 12)...)}
+	est := translate.NewEstimator(model.NewIndex(&over), source.Settings{}).Estimate(&over.ExtensionServices[0])
+	want := fmt.Sprintf(`the output would be about %s, over the %s limit: ExtensionService "ns/ext-a" has up to 2,000 endpoints (%s)`,
+		translate.FormatBytes(estimateOf(&over, source.Settings{})), translate.FormatLimit(precise), translate.FormatBytes(est.EndpointBytes))
+	d, err := h.session.Apply(t.Context(), &session.Batch{Upserts: source.Objects{EndpointSlices: over.EndpointSlices[1:]}}, limits)
+	if _, ok := errors.AsType[*translate.TooLargeError](err); !ok || err.Error() != want || !d.Empty() {
+		t.Fatalf("one endpoint over the limit: got %+v, %v; want no changes and a *TooLargeError saying\n%s", d, err, want)
+	}
+}
+
+// quickOf is the sum of the Quick bounds of objs's ExtensionServices.
+func quickOf(objs *source.Objects) int64 {
+	e := translate.NewEstimator(model.NewIndex(objs), source.Settings{})
+	var n int64
+	for i := range objs.ExtensionServices {
+		n += e.Quick(&objs.ExtensionServices[i])
+	}
+	return n
+}

@@ -76,8 +76,9 @@ type Session struct {
 	// undo lists what the current Apply changed, to take back (rollback).
 	undo []undo
 	// estimates holds the estimate of each of order as the current Apply
-	// leaves it.
+	// leaves it; precise says they are translate.Estimate's, not Quick's.
 	estimates []int64
+	precise   bool
 
 	// observeRebuild, when set (by tests), is told which ExtensionServices
 	// each Apply rebuilt or removed, in order.
@@ -98,9 +99,11 @@ type extension struct {
 	// invalid (it has no resources then).
 	clusterVersion, claVersion string
 	status                     model.Status
-	// estimate bounds the output of object as the session holds it
-	// (translate.Estimate's Bytes).
+	// estimate bounds the output of object as the session holds it:
+	// translate.Estimator.Quick's, or translate.Estimate's Bytes when
+	// precise.
 	estimate int64
+	precise  bool
 }
 
 // New returns an empty session translating under settings (parsed and
@@ -165,7 +168,7 @@ func (s *Session) Apply(ctx context.Context, b *Batch, limits translate.Limits) 
 	}
 	s.output = output
 	for i, e := range s.order {
-		e.estimate = s.estimates[i]
+		e.estimate, e.precise = s.estimates[i], s.precise
 	}
 	s.releaseScratch()
 	return d, nil
@@ -173,17 +176,35 @@ func (s *Session) Apply(ctx context.Context, b *Batch, limits translate.Limits) 
 
 // checkOutput estimates the output of the ExtensionServices in s.order
 // into s.estimates, and returns the session's output once they have it, or
-// an error when that could exceed limits.
+// an error when that could exceed limits. It estimates with
+// translate.Estimator.Quick, which costs nothing per endpoint, and only
+// when that sum is over the limit decides with precise Estimates, so that
+// a session near its limit that fits is still accepted.
 func (s *Session) checkOutput(limits translate.Limits) (int64, error) {
 	s.estimator.Forget()
-	output := s.output
 	s.estimates = slices.Grow(s.estimates[:0], len(s.order))[:len(s.order)]
-	for i, e := range s.order {
-		s.estimates[i] = 0
-		if e.object != nil {
-			s.estimates[i] = s.estimator.Estimate(e.object).Bytes
+	s.precise = false
+	output := s.estimateOrder(s.estimator.Quick)
+	if limits.Fits(output) {
+		return output, nil
+	}
+	s.precise = true
+	output = s.estimateOrder(func(es *source.ExtensionService) int64 { return s.estimator.Estimate(es).Bytes })
+	// The extensions this Apply leaves alone get precise estimates now, for
+	// good: what they read is unchanged, so their estimate holds whether
+	// this Apply goes through or is rolled back, and s.output moves with
+	// them. Later Applies near the limit then estimate them no more.
+	for _, e := range s.extensions {
+		if e.precise {
+			continue
 		}
-		output += s.estimates[i] - e.estimate
+		if _, inApply := slices.BinarySearchFunc(s.order, e.name, func(o *extension, name source.NamespacedName) int { return o.name.Compare(name) }); inApply {
+			continue
+		}
+		est := s.estimator.Estimate(e.object).Bytes
+		s.output += est - e.estimate
+		output += est - e.estimate
+		e.estimate, e.precise = est, true
 	}
 	err := limits.Check(output, func() string {
 		// Rare, so the session keeps no more than each estimate's total,
@@ -196,6 +217,21 @@ func (s *Session) checkOutput(limits translate.Limits) (int64, error) {
 		return t.Cause(s.settings)
 	})
 	return output, err
+}
+
+// estimateOrder estimates each ExtensionService of s.order with estimate
+// into s.estimates (0 for a deleted one), and returns the session's output
+// with them.
+func (s *Session) estimateOrder(estimate func(*source.ExtensionService) int64) int64 {
+	output := s.output
+	for i, e := range s.order {
+		s.estimates[i] = 0
+		if e.object != nil {
+			s.estimates[i] = estimate(e.object)
+		}
+		output += s.estimates[i] - e.estimate
+	}
+	return output
 }
 
 // undo is one change of the current Apply: the object of kind put in place

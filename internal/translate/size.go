@@ -23,10 +23,12 @@ import (
 // Estimator gives, per ExtensionService, an upper bound of the encoded size
 // of its Cluster and ClusterLoadAssignment (each wrapped in its
 // tributary.v1.Resource), whatever translation makes of it: it counts an
-// ExtensionService as valid, every address of every EndpointSlice of its
-// targets as an endpoint once per slice port, a CA bundle whether or not it
-// parses. It adds an estimate of the status, which is not a bound (a status
-// holds messages), but small. The bound is proven against the real
+// ExtensionService as valid, the first address of every endpoint of every
+// IPv4 or IPv6 EndpointSlice of its targets as an endpoint once per slice
+// port, a CA bundle whether or not it parses. Quick is a looser bound with
+// every address at its longest, which costs nothing per endpoint. It adds
+// an estimate of the status, which is not a bound (a status holds
+// messages), but small. The bound is proven against the real
 // encodings by TestEstimateBoundsOutput, and is tight where sizes are
 // large: within a few percent for endpoints and inlined CA bundles.
 
@@ -138,8 +140,23 @@ func (e *Estimator) Forget() {
 // forgetInPlace is the size up to which Forget clears the map it has.
 const forgetInPlace = 64
 
-// Estimate bounds the output of es.
+// Estimate bounds the output of es precisely: it counts the first address
+// of every endpoint at its own length. It costs a pass over the endpoints
+// of es's targets; Quick does not.
 func (e *Estimator) Estimate(es *source.ExtensionService) Estimate {
+	return e.estimate(es, false)
+}
+
+// Quick is a bound of es's output at least Estimate's Bytes, in a time
+// that does not grow with the number of endpoints: it counts every
+// endpoint of a slice at the longest address the slice's addressType
+// allows. Callers check against Quick, and decide with Estimate only when
+// Quick says the output may be too large.
+func (e *Estimator) Quick(es *source.ExtensionService) int64 {
+	return e.estimate(es, true).Bytes
+}
+
+func (e *Estimator) estimate(es *source.ExtensionService, quick bool) Estimate {
 	var est Estimate
 	name := len(model.ClusterName(es.Namespace, es.Name))
 	// name, alt_stat_name and the EDS service_name.
@@ -161,7 +178,13 @@ func (e *Estimator) Estimate(es *source.ExtensionService) Estimate {
 	}
 	cla := stringField(name)
 	for _, t := range es.Spec.Services {
-		target := e.target(source.NamespacedName{Namespace: es.Namespace, Name: t.Name})
+		service := source.NamespacedName{Namespace: es.Namespace, Name: t.Name}
+		var target targetEstimate
+		if quick {
+			target = e.quickTarget(service)
+		} else {
+			target = e.target(service)
+		}
 		est.Endpoints += target.endpoints
 		est.EndpointBytes += target.bytes
 		subZone := len(es.Namespace) + 1 + len(t.Name) + subZonePortBytes
@@ -172,27 +195,81 @@ func (e *Estimator) Estimate(es *source.ExtensionService) Estimate {
 	return est
 }
 
-// target bounds the endpoints of the Service named service: every address
-// of every slice labelled for it, once per port of the slice (an unnamed
-// Service port matches every TCP port of a slice). Only large targets are
-// remembered: counting a small one again costs less than a map entry, and
-// most targets are small and used once.
+// Address lengths the collector can carry into a ClusterLoadAssignment: it
+// encodes an endpoint's first address as written, once netip.ParseAddr
+// reads it as an unzoned address of the slice's type. IPv4 is at most
+// 255.255.255.255; IPv6 at most six fields of four hex digits and a dotted
+// quad (netip takes no longer fields, no leading zeros in the quad, and a
+// zone is refused).
+const (
+	maxIPv4Bytes = len("255.255.255.255")
+	maxIPv6Bytes = len("ffff:ffff:ffff:ffff:ffff:ffff:255.255.255.255")
+)
+
+// maxAddressBytes is the longest address a slice of addressType yields an
+// endpoint for, and false for the types that yield none (FQDN: EDS cannot
+// carry host names).
+func maxAddressBytes(addressType string) (int, bool) {
+	switch addressType {
+	case "IPv4":
+		return maxIPv4Bytes, true
+	case "IPv6":
+		return maxIPv6Bytes, true
+	}
+	return 0, false
+}
+
+// quickTarget bounds the endpoints of the Service named service as target
+// does, in one step per slice port: every endpoint at the longest address
+// of its slice's type.
+func (e *Estimator) quickTarget(service source.NamespacedName) targetEstimate {
+	var t targetEstimate
+	for _, slice := range e.index.EndpointSlices(service) {
+		longest, ok := maxAddressBytes(slice.AddressType)
+		if !ok {
+			continue
+		}
+		n := int64(len(slice.Endpoints))
+		for _, p := range slice.Ports {
+			if p.Port == nil {
+				continue // serves nothing
+			}
+			t.endpoints += n
+			t.bytes += n * lbEndpoint(longest, protowire.SizeVarint(uint64(*p.Port)))
+		}
+	}
+	return t
+}
+
+// target bounds the endpoints of the Service named service: the first
+// address of every endpoint of every slice labelled for it (the only one
+// translation uses), once per port of the slice (an unnamed Service port
+// matches every TCP port of a slice). Addresses longer than the slice's
+// type allows are not counted: the collector refuses them. Only large
+// targets are remembered: counting a small one again costs less than a map
+// entry, and most targets are small and used once.
 func (e *Estimator) target(service source.NamespacedName) targetEstimate {
 	if t, ok := e.targets[service]; ok {
 		return t
 	}
 	var t targetEstimate
 	for _, slice := range e.index.EndpointSlices(service) {
+		longest, ok := maxAddressBytes(slice.AddressType)
+		if !ok {
+			continue
+		}
 		for _, p := range slice.Ports {
 			if p.Port == nil {
 				continue // serves nothing
 			}
 			port := protowire.SizeVarint(uint64(*p.Port))
 			for i := range slice.Endpoints {
-				for _, a := range slice.Endpoints[i].Addresses {
-					t.endpoints++
-					t.bytes += lbEndpoint(len(a), port)
+				addrs := slice.Endpoints[i].Addresses
+				if len(addrs) == 0 || len(addrs[0]) > longest {
+					continue
 				}
+				t.endpoints++
+				t.bytes += lbEndpoint(len(addrs[0]), port)
 			}
 		}
 	}

@@ -77,6 +77,44 @@ func TestEstimateBoundsShortAddresses(t *testing.T) {
 	checkEstimates(t, objs, source.Settings{})
 }
 
+// TestQuickBoundsEstimate: Quick ≥ Estimate ≥ the encoded output (through
+// checkEstimates) where the two bounds count differently: endpoints with
+// several addresses (translation uses the first), with none, whose first
+// address is too long or zoned (refused), FQDN slices (no endpoints), and
+// the longest addresses each type allows (where Quick is exact).
+func TestQuickBoundsEstimate(t *testing.T) {
+	for seed := range uint64(100) {
+		r := rand.New(rand.NewPCG(seed, 0x717569636b))
+		g := objectgen.New(objectgen.FromRand(r), objectgen.Defaults())
+		settings := g.Settings()
+		objs := g.Objects()
+		for i := range objs.EndpointSlices {
+			s := &objs.EndpointSlices[i]
+			if r.IntN(4) == 0 {
+				s.AddressType = []string{"IPv4", "IPv6", "FQDN"}[r.IntN(3)]
+			}
+			for j := range s.Endpoints {
+				switch r.IntN(6) {
+				case 0:
+					s.Endpoints[j].Addresses = nil
+				case 1:
+					s.Endpoints[j].Addresses = []string{"255.255.255.255", strings.Repeat("9", 100)}
+				case 2:
+					s.Endpoints[j].Addresses = []string{fmt.Sprintf("ffff:ffff:ffff:ffff:ffff:ffff:255.255.255.%d", 100+r.IntN(156))}
+				case 3:
+					s.Endpoints[j].Addresses = []string{"fe80::1%" + strings.Repeat("e", 60)}
+				case 4:
+					s.Endpoints[j].Addresses = []string{"host.example.com", "10.0.0.1"}
+				}
+			}
+		}
+		checkEstimates(t, objs, settings)
+		if t.Failed() {
+			t.Fatalf("seed %d", seed)
+		}
+	}
+}
+
 // FuzzEstimate is TestEstimateBoundsOutput on fuzz input.
 func FuzzEstimate(f *testing.F) {
 	f.Add([]byte{}, uint64(0))
@@ -141,6 +179,9 @@ func checkEstimates(t *testing.T, objs *source.Objects, settings source.Settings
 	for i := range objs.ExtensionServices {
 		es := &objs.ExtensionServices[i]
 		est := estimator.Estimate(es)
+		if quick := estimator.Quick(es); quick < est.Bytes {
+			t.Errorf("%s/%s: Quick is %d bytes, under the Estimate of %d (%+v)", es.Namespace, es.Name, quick, est.Bytes, est)
+		}
 		name := model.ClusterName(es.Namespace, es.Name)
 		cluster, ok := clusters[name]
 		if !ok {

@@ -57,8 +57,10 @@ type Limits struct {
 	JSON bool
 	// Reserve, when set, is given the output's estimated size (as Check
 	// counts it) once it is within MaxOutputBytes, before anything is
-	// built; an error from it is Bounded's. The server takes the memory
-	// of the response from its in-flight budget there.
+	// built; an error from it is Bounded's. It must take nothing when it
+	// fails: given Quick's bound first, it is called once more with the
+	// precise one after an error. The server takes the memory of the
+	// response from its in-flight budget there.
 	Reserve func(bytes int64) error
 }
 
@@ -74,16 +76,16 @@ const jsonExpansion = 6
 // bytes may exceed l.MaxOutputBytes, nil otherwise; cause says what makes
 // it large (Tally.Cause), and is called only then.
 func (l Limits) Check(bytes int64, cause func() string) error {
-	if l.MaxOutputBytes <= 0 {
+	if l.Fits(bytes) {
 		return nil
 	}
-	if l.JSON {
-		bytes *= 1 + jsonExpansion
-	}
-	if bytes <= l.MaxOutputBytes {
-		return nil
-	}
-	return &TooLargeError{Bytes: bytes, Limit: l.MaxOutputBytes, Cause: cause()}
+	return &TooLargeError{Bytes: l.reserved(bytes), Limit: l.MaxOutputBytes, Cause: cause()}
+}
+
+// Fits reports whether an output whose Estimates (or Quick bounds) sum to
+// bytes is within l.MaxOutputBytes: Check would return nil.
+func (l Limits) Fits(bytes int64) bool {
+	return l.MaxOutputBytes <= 0 || l.reserved(bytes) <= l.MaxOutputBytes
 }
 
 // Bounded is Translate for a caller answering a client:
@@ -119,24 +121,66 @@ func translate(ctx context.Context, objs *source.Objects, settings source.Settin
 }
 
 // checkOutput returns a *TooLargeError when the output of es may exceed
-// l.MaxOutputBytes, or ctx.Err() once ctx is done.
+// l.MaxOutputBytes, or ctx.Err() once ctx is done, and reserves the
+// output's size. It bounds the output with Quick, and only when that is
+// over the limit, or more than Reserve grants, decides with the precise
+// Estimates: what fits them is accepted as it was before Quick.
 func checkOutput(ctx context.Context, idx *model.Index, settings source.Settings, es []*source.ExtensionService, l Limits) error {
 	estimator := NewEstimator(idx, settings)
-	var t Tally
+	var bytes int64
 	for _, e := range es {
 		if err := ctx.Err(); err != nil {
 			return err
 		}
+		bytes += estimator.Quick(e)
+	}
+	precise := false
+	if !l.Fits(bytes) {
+		t, err := preciseTally(ctx, estimator, es)
+		if err != nil {
+			return err
+		}
+		if err := l.Check(t.Bytes, func() string { return t.Cause(settings) }); err != nil {
+			return err
+		}
+		bytes, precise = t.Bytes, true
+	}
+	if l.Reserve == nil {
+		return nil
+	}
+	err := l.Reserve(l.reserved(bytes))
+	if err == nil || precise {
+		return err
+	}
+	t, err := preciseTally(ctx, estimator, es)
+	if err != nil {
+		return err
+	}
+	return l.Reserve(l.reserved(t.Bytes))
+}
+
+// preciseTally sums the Estimates of es, or returns ctx.Err() once ctx is
+// done.
+func preciseTally(ctx context.Context, estimator *Estimator, es []*source.ExtensionService) (Tally, error) {
+	var t Tally
+	for _, e := range es {
+		if err := ctx.Err(); err != nil {
+			return Tally{}, err
+		}
 		est := estimator.Estimate(e)
 		t.Add(e.NamespacedName(), &est)
 	}
-	if err := l.Check(t.Bytes, func() string { return t.Cause(settings) }); err != nil || l.Reserve == nil {
-		return err
-	}
+	return t, nil
+}
+
+// reserved is the size of an output whose estimates sum to bytes, as
+// Check counts it and Reserve is given it: with its protojson when
+// l.JSON.
+func (l Limits) reserved(bytes int64) int64 {
 	if l.JSON {
-		t.Bytes *= 1 + jsonExpansion
+		return bytes * (1 + jsonExpansion)
 	}
-	return l.Reserve(t.Bytes)
+	return bytes
 }
 
 // encoding chooses how resources become bytes.
