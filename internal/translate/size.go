@@ -56,15 +56,11 @@ type Estimate struct {
 // large Service cost one pass over its endpoints: call Forget whenever the
 // Index changes. An Estimator is not safe for concurrent use.
 type Estimator struct {
-	index    *model.Index
-	settings source.Settings
+	index *model.Index
 	// perCluster is what the settings put into every Cluster, and
 	// perTLSCluster what they add to an h2 one.
 	perCluster, perTLSCluster int64
-	// xdsOccurrences counts the xdsClusterName in a Cluster without TLS,
-	// tlsXDSOccurrences in an h2 one.
-	xdsOccurrences, tlsXDSOccurrences int64
-	targets                           map[source.NamespacedName]targetEstimate
+	targets                   map[source.NamespacedName]targetEstimate
 }
 
 // targetEstimate bounds the endpoints one target Service contributes.
@@ -107,16 +103,14 @@ func NewEstimator(idx *model.Index, settings source.Settings) *Estimator {
 	if xds == "" {
 		xds = source.DefaultXDSClusterName
 	}
-	e := &Estimator{index: idx, settings: settings, targets: map[source.NamespacedName]targetEstimate{}}
+	e := &Estimator{index: idx, targets: map[source.NamespacedName]targetEstimate{}}
 	// The EDS config source names the xDS cluster twice (cluster name and
-	// authority); so does the client certificate's SDS config source.
-	e.xdsOccurrences, e.tlsXDSOccurrences = 2, 2
+	// authority), in every Cluster; so does the client certificate's SDS
+	// config source, in an h2 one.
+	e.perCluster = clusterFixedBytes + 2*stringField(len(xds))
 	if settings.ClientCertificate != nil {
-		e.tlsXDSOccurrences += 2
-		e.perTLSCluster += stringField(sdsNameBytes)
+		e.perTLSCluster += stringField(sdsNameBytes) + 2*stringField(len(xds))
 	}
-	e.perCluster = clusterFixedBytes + e.xdsOccurrences*stringField(len(xds))
-	e.perTLSCluster += (e.tlsXDSOccurrences - e.xdsOccurrences) * stringField(len(xds))
 	if tls := settings.UpstreamTLS; tls != nil {
 		for _, c := range tls.CipherSuites {
 			e.perTLSCluster += stringField(len(c))
@@ -181,7 +175,7 @@ func (e *Estimator) estimate(es *source.ExtensionService, quick bool) Estimate {
 		service := source.NamespacedName{Namespace: es.Namespace, Name: t.Name}
 		var target targetEstimate
 		if quick {
-			target = e.quickTarget(service)
+			target = e.countTarget(service, true)
 		} else {
 			target = e.target(service)
 		}
@@ -219,28 +213,6 @@ func maxAddressBytes(addressType string) (int, bool) {
 	return 0, false
 }
 
-// quickTarget bounds the endpoints of the Service named service as target
-// does, in one step per slice port: every endpoint at the longest address
-// of its slice's type.
-func (e *Estimator) quickTarget(service source.NamespacedName) targetEstimate {
-	var t targetEstimate
-	for _, slice := range e.index.EndpointSlices(service) {
-		longest, ok := maxAddressBytes(slice.AddressType)
-		if !ok {
-			continue
-		}
-		n := int64(len(slice.Endpoints))
-		for _, p := range slice.Ports {
-			if p.Port == nil {
-				continue // serves nothing
-			}
-			t.endpoints += n
-			t.bytes += n * lbEndpoint(longest, protowire.SizeVarint(uint64(*p.Port)))
-		}
-	}
-	return t
-}
-
 // target bounds the endpoints of the Service named service: the first
 // address of every endpoint of every slice labelled for it (the only one
 // translation uses), once per port of the slice (an unnamed Service port
@@ -252,6 +224,17 @@ func (e *Estimator) target(service source.NamespacedName) targetEstimate {
 	if t, ok := e.targets[service]; ok {
 		return t
 	}
+	t := e.countTarget(service, false)
+	if t.endpoints >= rememberedTarget {
+		e.targets[service] = t
+	}
+	return t
+}
+
+// countTarget bounds the endpoints of the Service named service as target
+// says; when quick, in one step per slice port, with every endpoint at the
+// longest address of its slice's type (see Quick).
+func (e *Estimator) countTarget(service source.NamespacedName, quick bool) targetEstimate {
 	var t targetEstimate
 	for _, slice := range e.index.EndpointSlices(service) {
 		longest, ok := maxAddressBytes(slice.AddressType)
@@ -263,6 +246,12 @@ func (e *Estimator) target(service source.NamespacedName) targetEstimate {
 				continue // serves nothing
 			}
 			port := protowire.SizeVarint(uint64(*p.Port))
+			if quick {
+				n := int64(len(slice.Endpoints))
+				t.endpoints += n
+				t.bytes += n * lbEndpoint(longest, port)
+				continue
+			}
 			for i := range slice.Endpoints {
 				addrs := slice.Endpoints[i].Addresses
 				if len(addrs) == 0 || len(addrs[0]) > longest {
@@ -272,9 +261,6 @@ func (e *Estimator) target(service source.NamespacedName) targetEstimate {
 				t.bytes += lbEndpoint(len(addrs[0]), port)
 			}
 		}
-	}
-	if t.endpoints >= rememberedTarget {
-		e.targets[service] = t
 	}
 	return t
 }
