@@ -34,9 +34,8 @@ type limitFlags struct {
 // decoded (server.DecodeAmplification), up to 64MiB: a request the budget
 // could never admit would only be refused with "retry later".
 const (
-	defaultInflightBytes   = 1 << 30
-	inflightShareOfMemory  = 4
-	defaultMaxMessageBytes = server.DefaultMaxMsgSize
+	defaultInflightBytes  = 1 << 30
+	inflightShareOfMemory = 4
 )
 
 // registerLimitFlags adds the limit flags to fs.
@@ -95,7 +94,7 @@ func (f *limitFlags) resolve(memoryLimit int64) error {
 		}
 	}
 	if f.messageSize == 0 {
-		f.messageSize = byteSize(min(int64(f.inflightBytes)/server.DecodeAmplification, defaultMaxMessageBytes))
+		f.messageSize = byteSize(min(int64(f.inflightBytes)/server.DecodeAmplification, server.DefaultMaxMsgSize))
 	}
 	if need := int64(f.messageSize) * server.DecodeAmplification; need > int64(f.inflightBytes) {
 		return fmt.Errorf("--max-message-size %s needs --max-inflight-bytes of at least %d (%d times the message size: what a message costs once decoded), not %s",
