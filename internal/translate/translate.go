@@ -5,7 +5,6 @@
 package translate
 
 import (
-	"cmp"
 	"context"
 	"runtime"
 	"slices"
@@ -105,7 +104,7 @@ func translate(ctx context.Context, objs *source.Objects, settings source.Settin
 		order[i] = &objs.ExtensionServices[i]
 	}
 	slices.SortFunc(order, func(a, b *source.ExtensionService) int {
-		return cmp.Or(cmp.Compare(a.Namespace, b.Namespace), cmp.Compare(a.Name, b.Name))
+		return a.NamespacedName().Compare(b.NamespacedName())
 	})
 	idx := model.NewIndex(objs)
 	if l.MaxOutputBytes > 0 {
