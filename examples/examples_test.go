@@ -1,6 +1,6 @@
 // Package examples_test keeps the examples honest: the gRPC request in
-// translate-request.json must be exactly the objects of extauth.yaml, so the
-// grpcurl and the command-line walkthroughs show the same translation.
+// grpc/translate-request.json must be exactly the objects of extauth.yaml, so
+// the grpcurl and the command-line walkthroughs show the same translation.
 package examples_test
 
 import (
@@ -19,7 +19,12 @@ import (
 	"github.com/tributary-dev/tributary/internal/manifest"
 )
 
-var update = flag.Bool("update", false, "rewrite translate-request.json from extauth.yaml")
+// requestPath is the gRPC request grpcurl sends. It lives in a subdirectory
+// because it is not a Kubernetes manifest: `tributary translate -f examples/`
+// reads only the files directly in examples/, as kubectl does.
+const requestPath = "grpc/translate-request.json"
+
+var update = flag.Bool("update", false, "rewrite "+requestPath+" from extauth.yaml")
 
 // requestFromManifests builds the TranslateRequest `tributary translate`
 // would send for the manifests at path.
@@ -55,12 +60,12 @@ func TestTranslateRequestMatchesManifests(t *testing.T) {
 			t.Fatal(err)
 		}
 		out.WriteByte('\n')
-		if err := os.WriteFile("translate-request.json", out.Bytes(), 0o644); err != nil {
+		if err := os.WriteFile(requestPath, out.Bytes(), 0o644); err != nil {
 			t.Fatal(err)
 		}
 	}
 
-	data, err := os.ReadFile("translate-request.json")
+	data, err := os.ReadFile(requestPath)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -68,10 +73,10 @@ func TestTranslateRequestMatchesManifests(t *testing.T) {
 	// Unknown fields are errors (protojson's default), so a typo in the
 	// JSON cannot hide behind a field the diff never sees.
 	if err := protojson.Unmarshal(data, fromJSON); err != nil {
-		t.Fatalf("translate-request.json: %v", err)
+		t.Fatalf("%s: %v", requestPath, err)
 	}
 	if d := cmp.Diff(fromYAML, fromJSON, protocmp.Transform()); d != "" {
-		t.Errorf("translate-request.json and extauth.yaml differ (-yaml +json); run go test ./examples -update:\n%s", d)
+		t.Errorf("%s and extauth.yaml differ (-yaml +json); run go test ./examples -update:\n%s", requestPath, d)
 	}
 }
 

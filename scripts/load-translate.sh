@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Loads TranslationService/Translate with ghz (bin/ghz, `make tools`),
-# sending examples/translate-request.json, and prints the calls made,
+# sending examples/grpc/translate-request.json, and prints the calls made,
 # requests/s and the p50 and p99 latency. It exits 1 if any call failed.
 #
 #   scripts/load-translate.sh HOST:PORT     load a server that is running
@@ -12,7 +12,7 @@
 #   LOAD_CONCURRENCY [8]      calls in flight at once
 #   LOAD_CONNECTIONS [1]      connections they share; the server allows 16
 #                             calls in flight per connection
-#   LOAD_REQUEST [examples/translate-request.json]
+#   LOAD_REQUEST [examples/grpc/translate-request.json]
 #   LOAD_REPORT               keep ghz's JSON report here (default: discarded)
 #   GHZ [bin/ghz]
 set -euo pipefail
@@ -22,7 +22,7 @@ ghz=${GHZ:-bin/ghz}
 duration=${LOAD_DURATION:-30s}
 concurrency=${LOAD_CONCURRENCY:-8}
 connections=${LOAD_CONNECTIONS:-1}
-request=${LOAD_REQUEST:-examples/translate-request.json}
+request=${LOAD_REQUEST:-examples/grpc/translate-request.json}
 
 usage() {
 	echo "usage: $0 HOST:PORT | --serve TRIBUTARY_BINARY" >&2

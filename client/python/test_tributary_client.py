@@ -55,7 +55,7 @@ class Server:
 
 
 def example_request():
-    with open(os.path.join(REPO_ROOT, "examples", "translate-request.json")) as f:
+    with open(os.path.join(REPO_ROOT, "examples", "grpc", "translate-request.json")) as f:
         return tc.request_from_json(f.read())
 
 

@@ -342,7 +342,7 @@ def reference_to(obj: objects_pb2.KubernetesObject) -> translation_pb2.ObjectRef
 
 def request_from_json(text: str) -> translation_pb2.TranslateRequest:
     """Reads a TranslateRequest in protojson, such as
-    examples/translate-request.json."""
+    examples/grpc/translate-request.json."""
     return json_format.Parse(text, translation_pb2.TranslateRequest())
 
 

@@ -32,7 +32,7 @@ func TestMain(m *testing.M) {
 
 // TestGRPCurl runs the real binary and talks to it with the real grpcurl,
 // exactly as the README tells users to: reflection lists and describes our
-// API, Translate answers examples/translate-request.json with every Envoy
+// API, Translate answers examples/grpc/translate-request.json with every Envoy
 // resource expanded from its Any, and SIGTERM ends the server cleanly.
 func TestGRPCurl(t *testing.T) {
 	// bin/grpcurl, from `make tools`: without it the test skips, unless CI
@@ -83,7 +83,7 @@ func TestGRPCurl(t *testing.T) {
 	})
 
 	t.Run("Translate", func(t *testing.T) {
-		req, err := os.Open("../../examples/translate-request.json")
+		req, err := os.Open("../../examples/grpc/translate-request.json")
 		if err != nil {
 			t.Fatal(err)
 		}

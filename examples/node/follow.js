@@ -14,11 +14,11 @@ import { readFile } from "node:fs/promises";
 import { EndpointSchema, KubernetesObjectSchema, TributaryClient, create, requestFromJson } from "../../client/node/src/index.js";
 
 const address = process.argv[2] ?? "127.0.0.1:8081";
-const request = requestFromJson(JSON.parse(await readFile(new URL("../translate-request.json", import.meta.url), "utf8")));
+const request = requestFromJson(JSON.parse(await readFile(new URL("../grpc/translate-request.json", import.meta.url), "utf8")));
 const client = new TributaryClient(address);
 
 try {
-  console.log(`== Translate examples/translate-request.json (${request.objects.length} objects)`);
+  console.log(`== Translate examples/grpc/translate-request.json (${request.objects.length} objects)`);
   const translation = await client.translate(request);
   for (const r of translation.clusters) {
     console.log(`Cluster ${r.name} version ${r.version}: ${r.json?.type} cluster, connect timeout ${r.json?.connectTimeout}`);

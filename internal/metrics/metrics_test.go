@@ -56,11 +56,11 @@ func serveTranslation(t *testing.T, m *metrics.Metrics, dialOpts ...grpc.DialOpt
 	return tributaryv1.NewTranslationServiceClient(conn)
 }
 
-// example is the request of examples/translate-request.json: one valid
+// example is the request of examples/grpc/translate-request.json: one valid
 // ExtensionService over two Services with one EndpointSlice each.
 func example(t *testing.T) *tributaryv1.TranslateRequest {
 	t.Helper()
-	raw, err := os.ReadFile("../../examples/translate-request.json")
+	raw, err := os.ReadFile("../../examples/grpc/translate-request.json")
 	if err != nil {
 		t.Fatal(err)
 	}

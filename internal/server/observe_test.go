@@ -28,7 +28,7 @@ func TestSyncLogLinesCarryTheSession(t *testing.T) {
 	conn := dialBufconn(t, NewGRPCServer(Options{Logger: slog.New(slog.NewJSONHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))}))
 	client := tributaryv1.NewTranslationServiceClient(conn)
 
-	raw, err := os.ReadFile("../../examples/translate-request.json")
+	raw, err := os.ReadFile("../../examples/grpc/translate-request.json")
 	if err != nil {
 		t.Fatal(err)
 	}

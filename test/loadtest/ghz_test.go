@@ -13,7 +13,7 @@ import (
 )
 
 // TestGHZTranslate loads Translate with the real ghz for two seconds, four
-// calls in flight, sending examples/translate-request.json as
+// calls in flight, sending examples/grpc/translate-request.json as
 // scripts/load-translate.sh does, and checks that every call succeeded and
 // reached the server (its own count of successful Translate calls covers
 // ghz's). The numbers are logged, not judged: BENCHMARKS.md records those
@@ -29,7 +29,7 @@ func TestGHZTranslate(t *testing.T) {
 	report := filepath.Join(t.TempDir(), "ghz.json")
 	cmd := exec.CommandContext(ctx, ghz, "--insecure",
 		"--call", "tributary.v1.TranslationService/Translate",
-		"--data-file", "../../examples/translate-request.json",
+		"--data-file", "../../examples/grpc/translate-request.json",
 		"--duration", "2s", "--duration-stop", "wait",
 		"--concurrency", "4", "--connections", "1",
 		"--format", "json", "--output", report,

@@ -111,7 +111,7 @@ export class TributaryClient {
 
 /**
  * requestFromJson reads a TranslateRequest in its protojson form, such as
- * examples/translate-request.json (the form grpcurl sends).
+ * examples/grpc/translate-request.json (the form grpcurl sends).
  *
  * @param {import("@bufbuild/protobuf").JsonValue} json
  * @returns {TranslateRequest}

@@ -51,7 +51,7 @@ describe("sync", () => {
   });
 
   it("follows batches with deltas whose sum is the Translate of the same objects", async () => {
-    const request = requestFromJson(JSON.parse(await readFile(join(repoRoot, "examples/translate-request.json"), "utf8")));
+    const request = requestFromJson(JSON.parse(await readFile(join(repoRoot, "examples/grpc/translate-request.json"), "utf8")));
     /** @type {Map<string, import("../src/index.js").KubernetesObject>} objects by kind/namespace/name */
     const objects = new Map();
     const keyOf = (/** @type {import("../src/index.js").KubernetesObject} */ o) => {

@@ -25,7 +25,7 @@ const NAME = "extension/auth/ext-authz";
 
 /** The examples' request: the objects of examples/extauth.yaml. */
 async function exampleRequest() {
-  return requestFromJson(JSON.parse(await readFile(join(repoRoot, "examples/translate-request.json"), "utf8")));
+  return requestFromJson(JSON.parse(await readFile(join(repoRoot, "examples/grpc/translate-request.json"), "utf8")));
 }
 
 describe("translate", () => {
