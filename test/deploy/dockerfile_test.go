@@ -3,8 +3,10 @@ package deploy
 import (
 	"bufio"
 	"encoding/json"
+	"fmt"
 	"os"
 	"os/exec"
+	"path"
 	"path/filepath"
 	"regexp"
 	"slices"
@@ -102,7 +104,7 @@ func parseDockerfile(t *testing.T, path string) (args map[string]string, stages 
 }
 
 func TestDockerfile(t *testing.T) {
-	globalArgs, stages := parseDockerfile(t, "../../Dockerfile")
+	_, stages := parseDockerfile(t, "../../Dockerfile")
 	if len(stages) < 2 {
 		t.Fatalf("%d stages; want a build stage and a runtime stage", len(stages))
 	}
@@ -152,17 +154,47 @@ func TestDockerfile(t *testing.T) {
 		t.Errorf("ENTRYPOINT %v; want the exec form [%q]: the Deployment passes only args", entrypoints, installed)
 	}
 
+	// Every base image is pinned: a tag for the reader and a digest for
+	// the pull. A stage built FROM an earlier stage is not an image.
+	stageNames := map[string]bool{}
+	var golangTags []string
+	for _, s := range stages {
+		if !stageNames[s.image] {
+			name, tag, err := pinnedImage(s.image)
+			if err != nil {
+				t.Errorf("FROM %s: %v", s.image, err)
+			} else if path.Base(name) == "golang" {
+				golangTags = append(golangTags, tag)
+			}
+		}
+		if s.name != "" {
+			stageNames[s.name] = true
+		}
+	}
+
 	// Go: the toolchain the image builds with is the one go.mod asks for.
+	// The official golang image sets GOTOOLCHAIN=local, so it must be the
+	// same major and minor release and at least go.mod's patch release.
 	goMod, err := os.ReadFile("../../go.mod")
 	if err != nil {
 		t.Fatal(err)
 	}
-	m := regexp.MustCompile(`(?m)^go (\d+\.\d+)`).FindSubmatch(goMod)
+	m := regexp.MustCompile(`(?m)^go (\S+)`).FindSubmatch(goMod)
 	if m == nil {
 		t.Fatal("no go directive in ../go.mod")
 	}
-	if got := globalArgs["GO_VERSION"]; got != string(m[1]) && !strings.HasPrefix(got, string(m[1])+".") {
-		t.Errorf("ARG GO_VERSION=%s; go.mod wants go %s", got, m[1])
+	want, ok := parseGoVersion(string(m[1]))
+	if !ok {
+		t.Fatalf("go.mod's go directive %q is not a Go version", m[1])
+	}
+	if len(golangTags) == 0 {
+		t.Error("no stage is FROM the golang image")
+	}
+	for _, tag := range golangTags {
+		got, ok := parseGoVersion(tag)
+		if !ok || got[0] != want[0] || got[1] != want[1] || got[2] < want[2] {
+			t.Errorf("FROM golang:%s; go.mod wants go %s (same minor release, at least that patch)", tag, m[1])
+		}
 	}
 
 	// The user and the ports agree with the Deployment.
@@ -193,6 +225,73 @@ func TestDockerfile(t *testing.T) {
 	if !slices.Equal(exposed, declared) {
 		t.Errorf("EXPOSE %v; the Deployment declares %v", exposed, declared)
 	}
+}
+
+// digestRef matches what follows the "@" of a pinned image reference.
+var digestRef = regexp.MustCompile(`^sha256:[0-9a-f]{64}$`)
+
+// pinnedImage splits an image reference of the form name:tag@sha256:<hex>
+// into its name and tag. Anything else is an error: no digest (the tag
+// alone may point at other bytes tomorrow), no tag (the digest alone says
+// nothing to a reader or to a bump bot), or a build argument in it (the
+// image would depend on how the build is invoked).
+func pinnedImage(ref string) (name, tag string, err error) {
+	if strings.Contains(ref, "$") {
+		return "", "", fmt.Errorf("the image depends on a build argument")
+	}
+	named, digest, ok := strings.Cut(ref, "@")
+	if !ok {
+		return "", "", fmt.Errorf("no digest: want name:tag@sha256:<64 hex digits>")
+	}
+	if !digestRef.MatchString(digest) {
+		return "", "", fmt.Errorf("digest %q is not sha256:<64 lower-case hex digits>", digest)
+	}
+	slash := strings.LastIndex(named, "/")
+	colon := strings.LastIndex(named, ":")
+	if colon <= slash || colon == len(named)-1 {
+		return "", "", fmt.Errorf("no tag beside the digest: want name:tag@sha256:<64 hex digits>")
+	}
+	return named[:colon], named[colon+1:], nil
+}
+
+func TestPinnedImage(t *testing.T) {
+	const digest = "sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"
+	for _, c := range []struct {
+		ref, name, tag string
+		ok             bool
+	}{
+		{"golang:1.26.8-bookworm@" + digest, "golang", "1.26.8-bookworm", true},
+		{"gcr.io/distroless/static-debian12:nonroot@" + digest, "gcr.io/distroless/static-debian12", "nonroot", true},
+		{"registry.example.com:5000/tools/go:1.26@" + digest, "registry.example.com:5000/tools/go", "1.26", true},
+		{"golang:1.26", "", "", false},
+		{"golang@" + digest, "", "", false},
+		{"registry.example.com:5000/go@" + digest, "", "", false},
+		{"golang:1.26@sha256:0123", "", "", false},
+		{"golang:1.26@sha256:" + strings.Repeat("A", 64), "", "", false},
+		{"golang:${GO_VERSION}@" + digest, "", "", false},
+	} {
+		name, tag, err := pinnedImage(c.ref)
+		if ok := err == nil; ok != c.ok || name != c.name || tag != c.tag {
+			t.Errorf("pinnedImage(%q) = %q, %q, %v; want %q, %q, ok %v", c.ref, name, tag, err, c.name, c.tag, c.ok)
+		}
+	}
+}
+
+// parseGoVersion reads the release at the start of a Go version or a
+// golang image tag ("1.26", "1.26.8", "1.26.8-bookworm") as major, minor
+// and patch; a missing patch is 0.
+func parseGoVersion(s string) ([3]int, bool) {
+	m := regexp.MustCompile(`^(\d+)\.(\d+)(?:\.(\d+))?(?:$|-)`).FindStringSubmatch(s)
+	if m == nil {
+		return [3]int{}, false
+	}
+	var v [3]int
+	for i, part := range m[1:] {
+		if part != "" {
+			v[i], _ = strconv.Atoi(part)
+		}
+	}
+	return v, true
 }
 
 // TestDockerignoreKeepsSources checks that the build context still holds
