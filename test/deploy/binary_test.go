@@ -132,7 +132,7 @@ func TestContainerArgsListen(t *testing.T) {
 		d := one[*appsv1.Deployment](t, objs, "tributary")
 		c := container(t, d)
 		args := serveArgs(t, d)
-		for flag, port := range map[string]string{"address": "grpc", "xds-address": "xds", "metrics-address": "metrics"} {
+		for port, flag := range listenFlags {
 			number, ok := containerPort(c, port)
 			if !ok {
 				t.Errorf("the container has no port %s", port)

@@ -68,6 +68,55 @@ func TestServices(t *testing.T) {
 	})
 }
 
+// listenFlags names the flag that sets each container port's listen
+// address.
+var listenFlags = map[string]string{"grpc": "address", "xds": "xds-address", "metrics": "metrics-address"}
+
+// TestServiceAppProtocols checks every Service port's appProtocol against
+// what the container serves there. Meshes and gateways (Istio, Gateway API
+// implementations) read the field to choose how to talk to the port: a
+// port that answers only a TLS handshake must not claim a cleartext
+// protocol such as kubernetes.io/h2c, and a plain HTTP port must not claim
+// TLS.
+func TestServiceAppProtocols(t *testing.T) {
+	eachBuild(t, func(t *testing.T, objs []object) {
+		d := one[*appsv1.Deployment](t, objs, "tributary")
+		c := container(t, d)
+		args := serveArgs(t, d)
+		// --tls-cert-file puts both gRPC listeners behind TLS
+		// (TestContainerArgsServe shakes hands with each); the metrics
+		// listener is always plain HTTP, for the kubelet's probes.
+		_, grpcTLS := args["tls-cert-file"]
+		servesTLS := map[string]bool{"address": grpcTLS, "xds-address": grpcTLS, "metrics-address": false}
+		services := 0
+		for _, o := range objs {
+			svc, ok := o.(*corev1.Service)
+			if !ok {
+				continue
+			}
+			services++
+			for _, p := range svc.Spec.Ports {
+				target := p.TargetPort.StrVal
+				flag, known := listenFlags[target]
+				if _, declared := containerPort(c, target); p.TargetPort.Type != intstr.String || !known || !declared {
+					t.Errorf("Service %s port %s targets %s, not a named container port Tributary listens on", svc.Name, p.Name, p.TargetPort.String())
+					continue
+				}
+				want := "http" // IANA: HTTP over cleartext TCP
+				if servesTLS[flag] {
+					want = "https" // IANA: HTTP over TLS; ALPN picks HTTP/2 for gRPC
+				}
+				if got := deref(p.AppProtocol); got != want {
+					t.Errorf("Service %s port %s: appProtocol %q; the container serves %s there (TLS: %v), want %q", svc.Name, p.Name, got, flag, servesTLS[flag], want)
+				}
+			}
+		}
+		if services == 0 {
+			t.Error("no Service")
+		}
+	})
+}
+
 func TestDisruptionBudgetAndAutoscaler(t *testing.T) {
 	eachBuild(t, func(t *testing.T, objs []object) {
 		d := one[*appsv1.Deployment](t, objs, "tributary")
