@@ -8,6 +8,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"reflect"
+	"strings"
 	"testing"
 	"time"
 
@@ -30,14 +31,31 @@ type adapterSettings struct {
 	UpstreamTLS           *contourv1alpha1.EnvoyTLS        `json:"upstreamTLS,omitempty"`
 }
 
-// TestContourOverlayAgrees checks the two halves of the Contour overlay
-// against each other and against the binary: the adapter's settings carry
-// the values Contour's configuration gives Contour, it looks replicas up
-// at the headless Service, and `tributary translate` builds Clusters with them.
+// contourConfigurationExample is the ContourConfiguration the
+// documentation shows beside the Contour overlay, outside any
+// kustomization.
+const contourConfigurationExample = "contour-configuration.yaml"
+
+// TestContourOverlayAgrees checks the Contour overlay against Contour's
+// configuration (the example in docs/examples) and against the binary: the
+// adapter's settings carry the values the configuration gives Contour, it
+// looks replicas up at the headless Service, and `tributary translate`
+// builds Clusters with them.
 func TestContourOverlayAgrees(t *testing.T) {
 	const namespace = "projectcontour"
 	objs := build(t, "overlays/contour")
-	cc := one[*contourv1alpha1.ContourConfiguration](t, objs, "contour")
+	docs := exampleDocuments(t, contourConfigurationExample)
+	if len(docs) != 1 {
+		t.Fatalf("%s holds %d documents, want one ContourConfiguration", contourConfigurationExample, len(docs))
+	}
+	decoded, err := decodeStrict(docs[0])
+	if err != nil {
+		t.Fatalf("%s: %v", contourConfigurationExample, err)
+	}
+	cc, ok := decoded.(*contourv1alpha1.ContourConfiguration)
+	if !ok || cc.Namespace != namespace {
+		t.Fatalf("%s holds %T in namespace %q, want a ContourConfiguration in %s", contourConfigurationExample, decoded, decoded.GetNamespace(), namespace)
+	}
 	adapter := one[*corev1.ConfigMap](t, objs, "tributary-adapter")
 	sync := one[*corev1.Service](t, objs, "tributary-sync")
 
@@ -147,6 +165,34 @@ func TestContourOverlayAgrees(t *testing.T) {
 		if th := c.CircuitBreakers.Thresholds; len(th) != 1 ||
 			th[0].MaxConnections != want.GlobalCircuitBreakers.MaxConnections || th[0].MaxRequests != want.GlobalCircuitBreakers.MaxRequests {
 			t.Errorf("Cluster circuit breakers %+v, want %+v", th, want.GlobalCircuitBreakers)
+		}
+	}
+}
+
+// contourAPIGroups are the API groups whose objects Contour acts on: its
+// own configuration and routing (projectcontour.io) and the Gateway API it
+// implements.
+var contourAPIGroups = map[string]bool{"projectcontour.io": true, "gateway.networking.k8s.io": true}
+
+// TestContourOverlayLeavesContourAlone checks that applying the Contour
+// overlay cannot change how Contour behaves: it renders Tributary's own
+// objects only, none of a kind Contour reads its configuration or routes
+// from, and none with a name that could replace one of Contour's (its
+// ConfigMap contour, Deployment contour, DaemonSet envoy). Contour's
+// configuration is an example in docs/examples, applied by hand or not at
+// all.
+func TestContourOverlayLeavesContourAlone(t *testing.T) {
+	for _, o := range build(t, "overlays/contour") {
+		gvk := o.GetObjectKind().GroupVersionKind()
+		id := fmt.Sprintf("%s/%s", gvk.Kind, o.GetName())
+		if contourAPIGroups[gvk.Group] {
+			t.Errorf("%s (%s) is Contour configuration or routing; it belongs in docs/examples", id, gvk.GroupVersion())
+		}
+		if gvk.Group == "networking.k8s.io" && (gvk.Kind == "Ingress" || gvk.Kind == "IngressClass") {
+			t.Errorf("%s is routing that Contour would serve", id)
+		}
+		if name := o.GetName(); name != "tributary" && !strings.HasPrefix(name, "tributary-") {
+			t.Errorf("%s is not named tributary or tributary-*: it could replace an object of Contour's", id)
 		}
 	}
 }

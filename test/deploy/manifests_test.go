@@ -1,7 +1,12 @@
 package deploy
 
 import (
+	"bufio"
+	"bytes"
+	"errors"
 	"fmt"
+	"io"
+	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -16,6 +21,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"sigs.k8s.io/json"
 	"sigs.k8s.io/kustomize/api/krusty"
 	"sigs.k8s.io/kustomize/kyaml/filesys"
@@ -100,18 +106,78 @@ func decodeStrict(doc []byte) (object, error) {
 		return nil, fmt.Errorf("unknown kind %s %s", meta.APIVersion, meta.Kind)
 	}
 	obj := newObject()
-	strictErrs, err := json.UnmarshalStrict(data, obj)
+	if err := unmarshalStrict(data, obj); err != nil {
+		return nil, fmt.Errorf("%s %s: %w", meta.Kind, obj.GetName(), err)
+	}
+	return obj, nil
+}
+
+// unmarshalStrict decodes JSON into v, failing on an unknown or duplicate
+// field, a field in the wrong case, or a value of the wrong type.
+func unmarshalStrict(data []byte, v any) error {
+	strictErrs, err := json.UnmarshalStrict(data, v)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	if len(strictErrs) > 0 {
 		msgs := make([]string, len(strictErrs))
 		for i, e := range strictErrs {
 			msgs[i] = e.Error()
 		}
-		return nil, fmt.Errorf("%s %s: %s", meta.Kind, obj.GetName(), strings.Join(msgs, "; "))
+		return errors.New(strings.Join(msgs, "; "))
 	}
-	return obj, nil
+	return nil
+}
+
+// exampleDir holds the manifests the documentation shows but no
+// kustomization applies.
+const exampleDir = "../../docs/examples"
+
+// exampleDocuments returns the YAML documents of docs/examples/name, each
+// converted to JSON with duplicate fields rejected.
+func exampleDocuments(t *testing.T, name string) [][]byte {
+	t.Helper()
+	f, err := os.Open(filepath.Join(exampleDir, name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = f.Close() }()
+	reader := utilyaml.NewYAMLReader(bufio.NewReader(f))
+	var docs [][]byte
+	for {
+		doc, err := reader.Read()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		if len(bytes.TrimSpace(stripComments(doc))) == 0 {
+			continue
+		}
+		data, err := yaml.YAMLToJSONStrict(doc)
+		if err != nil {
+			t.Fatalf("%s: document %d: %v", name, len(docs)+1, err)
+		}
+		docs = append(docs, data)
+	}
+	if len(docs) == 0 {
+		t.Fatalf("%s holds no document", name)
+	}
+	return docs
+}
+
+// stripComments drops the lines of a YAML document that are only a
+// comment, so that a file's leading comment block is not taken for a
+// document of its own.
+func stripComments(doc []byte) []byte {
+	var kept [][]byte
+	for _, line := range bytes.Split(doc, []byte("\n")) {
+		if !bytes.HasPrefix(bytes.TrimSpace(line), []byte("#")) {
+			kept = append(kept, line)
+		}
+	}
+	return bytes.Join(kept, []byte("\n"))
 }
 
 // one returns the only object of type T named name (any name when name is
@@ -177,6 +243,27 @@ func TestBuild(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestLabels checks that every object, and the pods the Deployment makes,
+// say what they belong to (app.kubernetes.io/part-of) and which part of it
+// they are (app.kubernetes.io/component), the labels that dashboards,
+// kubectl's -l and policy tools group by.
+func TestLabels(t *testing.T) {
+	eachBuild(t, func(t *testing.T, objs []object) {
+		check := func(what string, labels map[string]string) {
+			if got := labels["app.kubernetes.io/part-of"]; got != "tributary" {
+				t.Errorf("%s: app.kubernetes.io/part-of is %q, want tributary", what, got)
+			}
+			if labels["app.kubernetes.io/component"] == "" {
+				t.Errorf("%s has no app.kubernetes.io/component label", what)
+			}
+		}
+		for _, o := range objs {
+			check(fmt.Sprintf("%s/%s", o.GetObjectKind().GroupVersionKind().Kind, o.GetName()), o.GetLabels())
+		}
+		check("the Deployment's pod template", one[*appsv1.Deployment](t, objs, "tributary").Spec.Template.Labels)
+	})
 }
 
 // eachBuild runs check on the objects of every kustomization.
