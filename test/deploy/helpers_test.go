@@ -8,6 +8,7 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"crypto/x509/pkix"
+	"encoding/json"
 	"encoding/pem"
 	"fmt"
 	"io"
@@ -255,7 +256,8 @@ var servingMessages = map[string]string{"address": "serving gRPC", "metrics-addr
 
 // listenedAddresses fills listens (flag name → address) from p's log, once
 // it has reported every listener: the kernel picks the ports, so no other
-// process can take one between choosing and binding it.
+// process can take one between choosing and binding it. It reads both log
+// formats, text (msg="serving gRPC" address=...) and JSON.
 func listenedAddresses(t *testing.T, p *process, listens map[string]string) {
 	t.Helper()
 	deadline := time.Now().Add(time.Minute)
@@ -264,10 +266,9 @@ func listenedAddresses(t *testing.T, p *process, listens map[string]string) {
 		if !ok {
 			t.Fatalf("--%s: no log message reports its address", name)
 		}
-		re := regexp.MustCompile(`msg="` + msg + `" address=(\S+)`)
 		for listens[name] == "" {
-			if m := re.FindStringSubmatch(p.stderr.String()); m != nil {
-				listens[name] = m[1]
+			if address := loggedAddress(p.stderr.String(), msg); address != "" {
+				listens[name] = address
 				break
 			}
 			select {
@@ -280,6 +281,25 @@ func listenedAddresses(t *testing.T, p *process, listens map[string]string) {
 			}
 		}
 	}
+}
+
+// loggedAddress returns the address attribute of the first log record
+// with message msg, or "" when there is none yet.
+func loggedAddress(log, msg string) string {
+	text := regexp.MustCompile(`msg="` + regexp.QuoteMeta(msg) + `" address=(\S+)`)
+	for _, line := range strings.Split(log, "\n") {
+		if strings.HasPrefix(line, "{") {
+			var record struct{ Msg, Address string }
+			if json.Unmarshal([]byte(line), &record) == nil && record.Msg == msg {
+				return record.Address
+			}
+			continue
+		}
+		if m := text.FindStringSubmatch(line); m != nil {
+			return m[1]
+		}
+	}
+	return ""
 }
 
 // lockedBuffer is a bytes.Buffer that the process's output copier and the
@@ -299,4 +319,26 @@ func (b *lockedBuffer) String() string {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	return b.buf.String()
+}
+
+func TestLoggedAddress(t *testing.T) {
+	const text = `time=2026-01-02T03:04:05Z level=INFO msg="serving gRPC" address=127.0.0.1:4001 max_message_size=32Mi
+time=2026-01-02T03:04:05Z level=INFO msg="serving metrics" address=127.0.0.1:4002
+`
+	const jsonLog = `{"time":"2026-01-02T03:04:05Z","level":"INFO","msg":"serving gRPC","address":"127.0.0.1:5001"}
+{"time":"2026-01-02T03:04:05Z","level":"INFO","msg":"serving xDS","address":"127.0.0.1:5003"}
+`
+	for _, c := range []struct{ log, msg, want string }{
+		{text, "serving gRPC", "127.0.0.1:4001"},
+		{text, "serving metrics", "127.0.0.1:4002"},
+		{text, "serving xDS", ""},
+		{jsonLog, "serving gRPC", "127.0.0.1:5001"},
+		{jsonLog, "serving xDS", "127.0.0.1:5003"},
+		{jsonLog, "serving metrics", ""},
+		{`{"msg":"serving gRPC"`, "serving gRPC", ""},
+	} {
+		if got := loggedAddress(c.log, c.msg); got != c.want {
+			t.Errorf("loggedAddress(%q, %q) = %q, want %q", c.log, c.msg, got, c.want)
+		}
+	}
 }
