@@ -2,81 +2,86 @@ package main
 
 import (
 	"errors"
-	"flag"
 	"fmt"
-	"io"
-	"strconv"
-	"strings"
+	"math"
+
+	"github.com/spf13/cobra"
+	"k8s.io/apimachinery/pkg/api/resource"
 )
 
-// newFlagSet returns a flag set for a subcommand that reports errors and
-// -h to w instead of exiting.
-func newFlagSet(name, synopsis string, w io.Writer) *flag.FlagSet {
-	fs := flag.NewFlagSet(name, flag.ContinueOnError)
-	fs.SetOutput(w)
-	fs.Usage = func() {
-		_, _ = fmt.Fprintf(w, "Usage: %s\n\nFlags:\n", synopsis)
-		fs.PrintDefaults()
-	}
-	return fs
+// usageError is a command line that makes no sense: run prints it with a
+// pointer to the command's help and exits with exitUsage.
+type usageError struct{ err error }
+
+func (e usageError) Error() string { return e.err.Error() }
+func (e usageError) Unwrap() error { return e.err }
+
+// usageErrorf is a usageError from a format.
+func usageErrorf(format string, args ...any) error {
+	return usageError{fmt.Errorf(format, args...)}
 }
 
-// parseFlags parses args and rejects positional arguments. ok is false when
-// the command should stop; code is then its exit code (0 after -h).
-func parseFlags(fs *flag.FlagSet, args []string) (code int, ok bool) {
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return 0, false
-		}
-		return 2, false
+// exitError ends a command with code after the command has reported why
+// itself (serve logs its failures, for instance), so run prints nothing.
+type exitError struct{ code int }
+
+func (e exitError) Error() string { return fmt.Sprintf("exit status %d", e.code) }
+
+// subcommandArgs is the Args of a command that only groups others: alone
+// it prints its help, and an argument that names none of its commands is
+// a usage error, with cobra's suggestion when one is near.
+func subcommandArgs(cmd *cobra.Command, args []string) error {
+	if len(args) == 0 {
+		return nil
 	}
-	if fs.NArg() > 0 {
-		_, _ = fmt.Fprintf(fs.Output(), "unexpected argument %q\n", fs.Arg(0))
-		fs.Usage()
-		return 2, false
+	msg := fmt.Sprintf("unknown command %q for %q", args[0], cmd.CommandPath())
+	// cobra sets its default distance on the root only.
+	if cmd.SuggestionsMinimumDistance <= 0 {
+		cmd.SuggestionsMinimumDistance = 2
 	}
-	return 0, true
+	if suggestions := cmd.SuggestionsFor(args[0]); len(suggestions) > 0 {
+		msg += fmt.Sprintf("; did you mean %q?", suggestions[0])
+	}
+	return usageError{errors.New(msg)}
 }
 
-// stringList is a repeatable string flag.
-type stringList []string
+// noArgs is cobra.NoArgs as a usage error.
+func noArgs(cmd *cobra.Command, args []string) error {
+	if len(args) > 0 {
+		return usageErrorf("%q takes no arguments, got %q", cmd.CommandPath(), args[0])
+	}
+	return nil
+}
 
-func (l *stringList) String() string     { return strings.Join(*l, ",") }
-func (l *stringList) Set(v string) error { *l = append(*l, v); return nil }
-
-// byteSize is a size flag: a number of bytes, optionally with a KiB, MiB or
-// GiB suffix ("64MiB").
+// byteSize is a size flag written as a Kubernetes quantity ("64Mi",
+// "1Gi", "4096"), parsed by apimachinery as a resource limit in a
+// manifest would be. Sizes bound int fields (gRPC's message sizes), so
+// they stop below 2Gi.
 type byteSize int
 
-var byteUnits = []struct {
-	suffix string
-	size   int64
-}{{"GiB", 1 << 30}, {"MiB", 1 << 20}, {"KiB", 1 << 10}, {"B", 1}}
+// maxByteSize is the largest size a flag takes: gRPC takes its sizes as
+// int32-safe ints.
+const maxByteSize = math.MaxInt32
 
+func (s *byteSize) Type() string { return "quantity" }
+
+// String prints the size as Kubernetes would: 64Mi, 1Gi, 1500.
 func (s *byteSize) String() string {
-	for _, u := range byteUnits {
-		if *s != 0 && int64(*s)%u.size == 0 {
-			return strconv.FormatInt(int64(*s)/u.size, 10) + u.suffix
-		}
-	}
-	return "0"
+	return resource.NewQuantity(int64(*s), resource.BinarySI).String()
 }
 
 func (s *byteSize) Set(v string) error {
-	num, unit := v, int64(1)
-	for _, u := range byteUnits {
-		if n, ok := strings.CutSuffix(v, u.suffix); ok {
-			num, unit = n, u.size
-			break
-		}
+	q, err := resource.ParseQuantity(v)
+	if err != nil {
+		return fmt.Errorf("%q is not a quantity (a number of bytes, or with a suffix such as Ki, Mi or Gi: 64Mi)", v)
 	}
-	n, err := strconv.ParseInt(num, 10, 64)
-	if err != nil || n < 0 {
-		return fmt.Errorf("%q is not a size (bytes, or a number with KiB, MiB or GiB)", v)
+	n, exact := q.AsInt64()
+	switch {
+	case !exact || q.Sign() < 0:
+		return fmt.Errorf("%q is not a whole, non-negative number of bytes", v)
+	case n > maxByteSize:
+		return fmt.Errorf("%q is too large (at most %d bytes, just under 2Gi)", v, maxByteSize)
 	}
-	if n > (1<<31-1)/unit {
-		return fmt.Errorf("%q is too large (at most 2GiB-1)", v)
-	}
-	*s = byteSize(n * unit)
+	*s = byteSize(n)
 	return nil
 }

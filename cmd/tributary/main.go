@@ -2,30 +2,35 @@
 // and weighted ClusterLoadAssignments, as a gRPC service (serve) or once,
 // from manifests on disk (translate), and shows what a running server's xDS
 // clients were sent (xds status).
+//
+// The command line follows kubectl's conventions (spf13/cobra and pflag):
+// GNU long flags with short forms for the common ones, help on standard
+// output, errors on standard error behind one prefix, and three exit codes.
 package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
 
+	"github.com/spf13/cobra"
 	"google.golang.org/grpc/grpclog"
 
 	"github.com/tributary-dev/tributary/internal/server"
 )
 
-const usage = `Tributary translates Contour ExtensionServices into Envoy Clusters and
-weighted ClusterLoadAssignments.
+// Exit codes, the same for every command and documented in the root help.
+const (
+	exitOK      = 0
+	exitFailure = 1
+	exitUsage   = 2
+)
 
-Usage:
-  tributary serve [flags]        serve the gRPC API (and, with flags, xDS and metrics)
-  tributary translate [flags]    translate manifests once and print the result
-  tributary xds status [flags]   show the xDS clients of a running server and what they were sent
-  tributary version              print the version
-
-Run "tributary COMMAND -h" for the flags of a command.
-`
+// errorPrefix leads every error the command prints, whichever command
+// failed: scripts and people look for one word.
+const errorPrefix = "error: "
 
 // stdio is where a command reads and writes, so tests can run commands in
 // process.
@@ -48,29 +53,73 @@ func main() {
 	os.Exit(run(context.Background(), os.Args[1:], stdio{os.Stdin, os.Stdout, os.Stderr}))
 }
 
-// run runs the command args names and returns the process exit code: 0 for
-// success, 1 for a failure, 2 for a usage error.
+// run runs the command args names and returns the process exit code:
+// exitOK, exitFailure, or exitUsage for a command line that makes no sense.
 func run(ctx context.Context, args []string, std stdio) int {
-	if len(args) == 0 {
-		std.errorf("%s", usage)
-		return 2
-	}
-	switch cmd, rest := args[0], args[1:]; cmd {
-	case "serve":
-		return runServe(ctx, rest, std)
-	case "translate":
-		return runTranslate(ctx, rest, std)
-	case "xds":
-		return runXDS(ctx, rest, std)
-	case "version":
-		return runVersion(rest, std)
-	case "help", "-h", "-help", "--help":
-		if _, err := fmt.Fprint(std.out, usage); err != nil {
-			return 1
-		}
-		return 0
+	root := newRootCommand(std)
+	root.SetArgs(args)
+	cmd, err := root.ExecuteContextC(ctx)
+	var usage usageError
+	var reported exitError
+	switch {
+	case err == nil:
+		return exitOK
+	case errors.As(err, &reported):
+		// The command said what went wrong itself (in its log, say).
+		return reported.code
+	case errors.As(err, &usage):
+		std.errorf("%s%v\nRun '%s --help' for usage.\n", errorPrefix, err, cmd.CommandPath())
+		return exitUsage
 	default:
-		std.errorf("tributary: unknown command %q\n\n%s", cmd, usage)
-		return 2
+		std.errorf("%s%v\n", errorPrefix, err)
+		return exitFailure
 	}
+}
+
+const rootLong = `Tributary translates Contour ExtensionServices into Envoy Clusters and
+weighted ClusterLoadAssignments: as a gRPC service (serve), once from
+manifests on disk (translate), and it shows what a running server's xDS
+clients were sent (xds status).
+
+Exit codes: 0 success, 1 failure, 2 usage error (a flag or argument that
+makes no sense).`
+
+const rootExample = `  # Serve the gRPC API on 127.0.0.1:8081 and xDS on 127.0.0.1:18000
+  tributary serve --xds-address 127.0.0.1:18000
+
+  # Translate manifests without a server, as Envoy resources in YAML
+  tributary translate -f examples/ -o yaml
+
+  # Fail a CI pipeline on an invalid ExtensionService
+  tributary translate -f manifests/ --fail-on-invalid > /dev/null`
+
+// newRootCommand builds the whole command tree; each command's flags live
+// with its constructor.
+func newRootCommand(std stdio) *cobra.Command {
+	root := &cobra.Command{
+		Use:     "tributary",
+		Short:   "Translate Contour ExtensionServices into weighted Envoy clusters",
+		Long:    rootLong,
+		Example: rootExample,
+		// Errors and usage hints are printed once, by run, behind
+		// errorPrefix; cobra's own printing would repeat them.
+		SilenceErrors: true,
+		SilenceUsage:  true,
+		// The root alone prints its help, as kubectl does.
+		Args: subcommandArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error { return cmd.Help() },
+	}
+	root.SetIn(std.in)
+	root.SetOut(std.out)
+	root.SetErr(std.err)
+	// pflag reports a bad flag or value; the command line, not the
+	// command, is at fault.
+	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError{err} })
+	root.AddCommand(
+		newServeCommand(std),
+		newTranslateCommand(std),
+		newXDSCommand(std),
+		newVersionCommand(std),
+	)
+	return root
 }

@@ -44,37 +44,79 @@ func writeTemp(t *testing.T, name, content string) string {
 	return path
 }
 
+// TestUsage: exit codes (0 ok, 1 failure, 2 usage), help on stdout, and
+// every error on stderr behind one prefix, with a pointer to the help for
+// a usage error.
 func TestUsage(t *testing.T) {
 	tests := []struct {
 		name       string
 		args       []string
 		wantCode   int
 		wantStdout string // substring
-		wantStderr string // substring
+		wantStderr string // exact
 	}{
-		{"no command", nil, 2, "", "Usage:\n  tributary serve"},
-		{"unknown command", []string{"frobnicate"}, 2, "", `unknown command "frobnicate"`},
-		{"help", []string{"help"}, 0, "tributary translate [flags]", ""},
+		{"no command", nil, 0, "Usage:\n  tributary [flags]\n  tributary [command]\n", ""},
+		{"unknown command", []string{"frobnicate"}, 2, "",
+			"error: unknown command \"frobnicate\" for \"tributary\"\nRun 'tributary --help' for usage.\n"},
+		{"a command misspelt", []string{"translat"}, 2, "",
+			"error: unknown command \"translat\" for \"tributary\"; did you mean \"translate\"?\nRun 'tributary --help' for usage.\n"},
+		{"help", []string{"help"}, 0, "\n  translate   Translate manifests once and print the result\n", ""},
+		{"--help", []string{"--help"}, 0, "Exit codes: 0 success, 1 failure, 2 usage error", ""},
 		{"version", []string{"version"}, 0, "tributary ", ""},
-		{"version takes no arguments", []string{"version", "extra"}, 2, "", `unexpected argument "extra"`},
-		{"translate -h", []string{"translate", "-h"}, 0, "", "Usage: " + translateSynopsis},
-		{"translate needs -f", []string{"translate"}, 2, "", "at least one -f PATH is required"},
-		{"translate output format", []string{"translate", "-f", example, "-o", "xml"}, 2, "", `invalid -o "xml": want json or yaml`},
-		{"translate positional argument", []string{"translate", "-f", example, "more.yaml"}, 2, "", `unexpected argument "more.yaml"`},
-		{"translate unknown flag", []string{"translate", "--bogus"}, 2, "", "flag provided but not defined: -bogus"},
-		{"serve log level", []string{"serve", "--log-level", "loud"}, 2, "", `invalid --log-level "loud"`},
-		{"serve message size", []string{"serve", "--max-message-size", "lots"}, 2, "", `"lots" is not a size`},
-		{"serve bad address", []string{"serve", "--address", "127.0.0.1:99999"}, 1, "", "cannot listen"},
+		{"version takes no arguments", []string{"version", "extra"}, 2, "",
+			"error: \"tributary version\" takes no arguments, got \"extra\"\nRun 'tributary version --help' for usage.\n"},
+		{"translate -h", []string{"translate", "-h"}, 0, "\n  tributary translate -f PATH [-f PATH...] [flags]\n", ""},
+		{"translate needs -f", []string{"translate"}, 2, "",
+			"error: at least one -f PATH is required\nRun 'tributary translate --help' for usage.\n"},
+		{"translate positional argument", []string{"translate", "-f", example, "more.yaml"}, 2, "",
+			"error: \"tributary translate\" takes no arguments, got \"more.yaml\"\nRun 'tributary translate --help' for usage.\n"},
+		{"unknown flag", []string{"translate", "--bogus"}, 2, "",
+			"error: unknown flag: --bogus\nRun 'tributary translate --help' for usage.\n"},
+		{"serve -h", []string{"serve", "-h"}, 0, "      --max-session-bytes quantity ", ""},
+		{"serve log level", []string{"serve", "--log-level", "loud"}, 2, "",
+			"error: invalid --log-level \"loud\": want debug, info, warn or error\nRun 'tributary serve --help' for usage.\n"},
+		{"serve log format", []string{"serve", "--log-format", "xml"}, 2, "",
+			"error: invalid --log-format \"xml\": want text or json\nRun 'tributary serve --help' for usage.\n"},
+		{"serve message size", []string{"serve", "--max-message-size", "64MiB"}, 2, "",
+			"error: invalid argument \"64MiB\" for \"--max-message-size\" flag: \"64MiB\" is not a quantity (a number of bytes, or with a suffix such as Ki, Mi or Gi: 64Mi)\nRun 'tributary serve --help' for usage.\n"},
+		{"serve key without certificate", []string{"serve", "--tls-key-file", "tls.key"}, 2, "",
+			"error: --tls-key-file needs --tls-cert-file\nRun 'tributary serve --help' for usage.\n"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			got := runCmd(t, "", tc.args...)
-			if got.code != tc.wantCode || !strings.Contains(got.stdout, tc.wantStdout) || !strings.Contains(got.stderr, tc.wantStderr) {
-				t.Errorf("exit %d, stdout:\n%s\nstderr:\n%s\nwant exit %d, stdout containing %q, stderr containing %q",
+			if got.code != tc.wantCode || !strings.Contains(got.stdout, tc.wantStdout) || got.stderr != tc.wantStderr {
+				t.Errorf("exit %d, stdout:\n%s\nstderr:\n%s\nwant exit %d, stdout containing %q, stderr %q",
 					got.code, got.stdout, got.stderr, tc.wantCode, tc.wantStdout, tc.wantStderr)
 			}
 		})
 	}
+}
+
+// TestServeHelpDefaults: each flag's default is printed once, by pflag,
+// in the form the flag takes.
+func TestServeHelpDefaults(t *testing.T) {
+	help := runCmd(t, "", "serve", "--help").stdout
+	for flag, wantDefault := range map[string]string{
+		"--max-session-bytes": "512Mi", "--max-response-size": "64Mi", "--xds-max-request-bytes": "4Mi",
+	} {
+		line := helpLine(t, help, flag)
+		if n := strings.Count(line, "default"); n != 1 || !strings.HasSuffix(line, "(default "+wantDefault+")") {
+			t.Errorf("%s help says default %d times, want once, at the end, as %s:\n%s", flag, n, wantDefault, line)
+		}
+	}
+}
+
+// helpLine is the line of help that describes flag.
+func helpLine(t *testing.T, help, flag string) string {
+	t.Helper()
+	for line := range strings.SplitSeq(help, "\n") {
+		if strings.Contains(line, flag+" ") {
+			return line
+		}
+	}
+	t.Fatalf("help lists no %s:\n%s", flag, help)
+	return ""
 }
 
 // TestTranslateOutput checks what the golden cases take for granted: the
@@ -184,20 +226,28 @@ func TestDescribeServiceError(t *testing.T) {
 }
 
 func TestByteSize(t *testing.T) {
-	for in, want := range map[string]byteSize{"0": 0, "1048576": 1 << 20, "64MiB": 64 << 20, "3KiB": 3 << 10, "1GiB": 1 << 30, "12B": 12} {
+	for in, want := range map[string]byteSize{"0": 0, "1048576": 1 << 20, "64Mi": 64 << 20, "3Ki": 3 << 10, "1Gi": 1 << 30, "12": 12, "1k": 1000, "2M": 2_000_000} {
 		var s byteSize
 		if err := s.Set(in); err != nil || s != want {
 			t.Errorf("Set(%q) = %d, %v; want %d", in, s, err, want)
 		}
 	}
-	for _, in := range []string{"", "-1", "1.5MiB", "2GiB", "64MB", "MiB"} {
+	for in, wantErr := range map[string]string{
+		"":      `"" is not a quantity (a number of bytes, or with a suffix such as Ki, Mi or Gi: 64Mi)`,
+		"64MiB": `"64MiB" is not a quantity (a number of bytes, or with a suffix such as Ki, Mi or Gi: 64Mi)`,
+		"-1":    `"-1" is not a whole, non-negative number of bytes`,
+		"1.5":   `"1.5" is not a whole, non-negative number of bytes`,
+		"2Gi":   `"2Gi" is too large (at most 2147483647 bytes, just under 2Gi)`,
+	} {
 		var s byteSize
-		if err := s.Set(in); err == nil {
-			t.Errorf("Set(%q) = %d, want an error", in, s)
+		if err := s.Set(in); err == nil || err.Error() != wantErr {
+			t.Errorf("Set(%q) = %d, %v; want error %s", in, s, err, wantErr)
 		}
 	}
-	if got := byteSize(64 << 20); got.String() != "64MiB" {
-		t.Errorf("String() = %q, want 64MiB", got.String())
+	for size, want := range map[byteSize]string{64 << 20: "64Mi", 0: "0", 1000: "1k", 1500: "1500", 3 << 30 / 2: "1536Mi"} {
+		if got := size.String(); got != want {
+			t.Errorf("byteSize(%d).String() = %q, want %q", int(size), got, want)
+		}
 	}
 }
 

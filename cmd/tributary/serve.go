@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"io"
 	"log/slog"
 	"net"
 	"os"
@@ -9,6 +10,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/spf13/cobra"
 	"google.golang.org/grpc/health"
 
 	"github.com/tributary-dev/tributary/internal/server"
@@ -20,7 +22,75 @@ import (
 // 0.0.0.0:8081 with mutual TLS or behind a NetworkPolicy.
 const defaultAddress = "127.0.0.1:8081"
 
-const serveSynopsis = "tributary serve [--address 127.0.0.1:8081] [--max-message-size SIZE] [--max-response-size 64MiB] [--max-inflight-bytes SIZE] [--log-level info] [--shutdown-timeout 10s] [--metrics-address host:port] [--xds-address host:port] [--xds-withdraw-grace 30s] [--xds-max-streams 4096] [--xds-max-names-per-stream 50000] [--xds-max-names 1000000] [--xds-max-node-length 1024] [--xds-max-streams-per-connection 100] [--xds-max-request-bytes 4MiB] [--tls-cert-file FILE --tls-key-file FILE [--tls-client-ca-file FILE [--tls-allowed-client-sans SAN,...] [--xds-tls-allowed-client-sans SAN,...]]] [--max-sessions 1000] [--max-batch-objects 100000] [--max-session-bytes 512MiB] [--max-concurrent-streams 16] [--sync-start-timeout 10s] [--max-connection-age 1h] [--max-connection-age-grace 15m]"
+const serveExample = `  # The API on loopback, plaintext (the default)
+  tributary serve
+
+  # xDS for Envoy and proxyless gRPC clients beside the API, metrics on 9090
+  tributary serve --xds-address 127.0.0.1:18000 --metrics-address 127.0.0.1:9090
+
+  # Every interface, with mutual TLS, JSON logs
+  tributary serve --address 0.0.0.0:8081 --tls-cert-file tls.crt --tls-key-file tls.key \
+    --tls-client-ca-file ca.crt --log-format json`
+
+// serveFlags are serve's own flags; the flags of its parts (metrics, xDS,
+// TLS, limits) live beside the parts.
+type serveFlags struct {
+	address, logLevel, logFormat string
+	shutdownTimeout              time.Duration
+	metrics                      *metricsFlags
+	xds                          *xdsFlags
+	tls                          *tlsFlags
+	limits                       *limitFlags
+}
+
+func newServeCommand(std stdio) *cobra.Command {
+	f := &serveFlags{}
+	cmd := &cobra.Command{
+		Use:   "serve",
+		Short: "Serve the gRPC API (and, with flags, xDS and metrics)",
+		Long: `Serve TranslationService (Translate and Sync), gRPC health and reflection
+until SIGTERM or SIGINT, then drain: open Sync calls end at once with
+UNAVAILABLE so their clients reconnect elsewhere, other calls get
+--shutdown-timeout to finish. A second signal ends the process at once.
+
+Sizes are Kubernetes quantities: 64Mi, 1Gi, or a number of bytes.`,
+		Example: serveExample,
+		Args:    noArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return runServe(cmd.Context(), f, std)
+		},
+	}
+	fs := cmd.Flags()
+	fs.SortFlags = false
+	fs.StringVar(&f.address, "address", defaultAddress,
+		"`host:port` to listen on; the loopback default keeps the unauthenticated service private to the host, use 0.0.0.0:8081 to serve every interface")
+	fs.StringVar(&f.logLevel, "log-level", "info", "log `level`: debug, info, warn or error")
+	fs.StringVar(&f.logFormat, "log-format", "text", "log `format`: text (logfmt-style key=value) or json (one object a line, for log collectors)")
+	fs.DurationVar(&f.shutdownTimeout, "shutdown-timeout", 10*time.Second, "how long in-flight calls may run after SIGTERM before connections are closed")
+	f.metrics = registerMetricsFlags(fs)
+	f.xds = registerXDSFlags(fs)
+	f.tls = registerTLSFlags(fs)
+	f.limits = registerLimitFlags(fs)
+	return cmd
+}
+
+// newLogger builds serve's logger from --log-level and --log-format with
+// slog's own handlers.
+func newLogger(w io.Writer, levelName, format string) (*slog.Logger, error) {
+	var level slog.Level
+	if err := level.UnmarshalText([]byte(levelName)); err != nil {
+		return nil, usageErrorf("invalid --log-level %q: want debug, info, warn or error", levelName)
+	}
+	opts := &slog.HandlerOptions{Level: level}
+	switch format {
+	case "text":
+		return slog.New(slog.NewTextHandler(w, opts)), nil
+	case "json":
+		return slog.New(slog.NewJSONHandler(w, opts)), nil
+	default:
+		return nil, usageErrorf("invalid --log-format %q: want text or json", format)
+	}
+}
 
 // runServe serves TranslationService (with health and reflection) until
 // SIGTERM or SIGINT, then drains: open Sync calls end at once with
@@ -28,55 +98,41 @@ const serveSynopsis = "tributary serve [--address 127.0.0.1:8081] [--max-message
 // before connections are closed. The first log line names the
 // address actually listened on, so --address 127.0.0.1:0 picks a free port
 // that callers can read back. A second signal during the drain ends the
-// process at once.
-func runServe(ctx context.Context, args []string, std stdio) int {
-	fs := newFlagSet("serve", serveSynopsis, std.err)
-	address := fs.String("address", defaultAddress,
-		"`host:port` to listen on; the loopback default keeps the unauthenticated service private to the host, use 0.0.0.0:8081 to serve every interface")
-	logLevel := fs.String("log-level", "info", "log `level`: debug, info, warn or error")
-	shutdownTimeout := fs.Duration("shutdown-timeout", 10*time.Second, "how long in-flight calls may run after SIGTERM before connections are closed")
-	metricsFlags := registerMetricsFlags(fs)
-	xdsFlags := registerXDSFlags(fs)
-	tlsFlags := registerTLSFlags(fs)
-	limits := registerLimitFlags(fs)
-	if code, ok := parseFlags(fs, args); !ok {
-		return code
-	}
-	var level slog.Level
-	if err := level.UnmarshalText([]byte(*logLevel)); err != nil {
-		std.errorf("tributary serve: invalid --log-level %q: want debug, info, warn or error\n", *logLevel)
-		return 2
+// process at once. Failures once the logger exists are logged, and end
+// the command with exitError.
+func runServe(ctx context.Context, f *serveFlags, std stdio) error {
+	limits, xdsFlags, metricsFlags, tlsFlags := f.limits, f.xds, f.metrics, f.tls
+	address, shutdownTimeout := &f.address, &f.shutdownTimeout
+	logger, err := newLogger(std.err, f.logLevel, f.logFormat)
+	if err != nil {
+		return err
 	}
 	if err := limits.check(); err != nil {
-		std.errorf("tributary serve: %v\n", err)
-		return 2
+		return usageError{err}
 	}
 	if err := limits.resolve(memoryLimit()); err != nil {
-		std.errorf("tributary serve: %v\n", err)
-		return 2
+		return usageError{err}
 	}
 	if err := xdsFlags.check(); err != nil {
-		std.errorf("tributary serve: %v\n", err)
-		return 2
+		return usageError{err}
 	}
-	logger := slog.New(slog.NewTextHandler(std.err, &slog.HandlerOptions{Level: level}))
 	grpcLog.Use(logger)
 	security, err := tlsFlags.start(logger, xdsFlags.address != "")
 	if err != nil {
-		return tlsFailure(err, logger, std)
+		return tlsFailure(err, logger)
 	}
 	defer security.close()
 
 	lis, err := net.Listen("tcp", *address)
 	if err != nil {
 		logger.Error("cannot listen", "address", *address, "error", err)
-		return 1
+		return exitError{exitFailure}
 	}
 	metricsEndpoint, err := metricsFlags.listen()
 	if err != nil {
 		_ = lis.Close()
 		logger.Error("cannot listen", "address", metricsFlags.address, "error", err)
-		return 1
+		return exitError{exitFailure}
 	}
 	defer metricsEndpoint.stop(logger) // last, so /readyz says 503 throughout the drain
 	xdsFlags.credentials = security.xds
@@ -84,7 +140,7 @@ func runServe(ctx context.Context, args []string, std stdio) int {
 	if err != nil {
 		_ = lis.Close()
 		logger.Error("cannot listen", "address", xdsFlags.address, "error", err)
-		return 1
+		return exitError{exitFailure}
 	}
 	defer xdsEndpoint.stop(logger) // after the drain, so xDS clients are served throughout
 	// healthServer reports NOT_SERVING once draining starts.
@@ -130,15 +186,15 @@ func runServe(ctx context.Context, args []string, std stdio) int {
 	select {
 	case err := <-served:
 		logger.Error("serving failed", "error", err)
-		return 1
+		return exitError{exitFailure}
 	case err := <-metricsEndpoint.failures():
 		logger.Error("serving metrics failed", "error", err)
 		srv.Stop()
-		return 1
+		return exitError{exitFailure}
 	case err := <-xdsEndpoint.failures():
 		logger.Error("serving xDS failed", "error", err)
 		srv.Stop()
-		return 1
+		return exitError{exitFailure}
 	case <-ctx.Done():
 	}
 	// Restore default signal handling: a second signal kills the process.
@@ -155,12 +211,12 @@ func runServe(ctx context.Context, args []string, std stdio) int {
 	case err := <-served:
 		if err != nil {
 			logger.Error("serving failed", "error", err)
-			return 1
+			return exitError{exitFailure}
 		}
 	case <-time.After(handlerStopGrace):
 		// stopWithin gave up on handlers that ignore their context; Serve
 		// waits for them, the process does not.
 	}
 	logger.Info("stopped")
-	return 0
+	return nil
 }

@@ -1,11 +1,12 @@
 package main
 
 import (
-	"flag"
 	"fmt"
 	"math"
 	"runtime/debug"
 	"time"
+
+	"github.com/spf13/pflag"
 
 	"github.com/tributary-dev/tributary/internal/server"
 )
@@ -39,14 +40,14 @@ const (
 )
 
 // registerLimitFlags adds the limit flags to fs.
-func registerLimitFlags(fs *flag.FlagSet) *limitFlags {
+func registerLimitFlags(fs *pflag.FlagSet) *limitFlags {
 	f := &limitFlags{sessionBytes: server.DefaultMaxSessionBytes, responseSize: server.DefaultMaxMsgSize}
 	fs.Var(&f.messageSize, "max-message-size",
-		"largest request: a `size` in bytes, or with a KiB, MiB or GiB suffix (default: what --max-inflight-bytes holds once decoded, 1/32 of it, at most 64MiB)")
+		"largest request, a `quantity` (default: what --max-inflight-bytes holds once decoded, 1/32 of it, at most 64Mi)")
 	fs.Var(&f.responseSize, "max-response-size",
-		"largest response, and so the largest output of a Translate or of a Sync session: a `size` (default 64MiB); a Translate whose response would be larger fails with RESOURCE_EXHAUSTED, a Sync batch that would make it larger is rejected")
+		"largest response, a `quantity`, and so the largest output of a Translate or of a Sync session; a Translate whose response would be larger fails with RESOURCE_EXHAUSTED, a Sync batch that would make it larger is rejected")
 	fs.Var(&f.inflightBytes, "max-inflight-bytes",
-		"most memory the requests in flight may cost together, counted as 32 times their size: a `size` (default: a quarter of GOMEMLIMIT when it is set, else 1GiB); a request that does not fit is refused at once with RESOURCE_EXHAUSTED")
+		"most memory the requests in flight may cost together, counted as 32 times their size, a `quantity` (default: a quarter of GOMEMLIMIT when it is set, else 1Gi); a request that does not fit is refused at once with RESOURCE_EXHAUSTED")
 	fs.IntVar(&f.batchObjects, "max-batch-objects", server.DefaultMaxBatchObjects,
 		"most upserts and deletes in one Sync batch; a larger batch is rejected (BatchRejected) and changes nothing")
 	fs.IntVar(&f.sessions, "max-sessions", server.DefaultMaxSessions,
@@ -54,7 +55,7 @@ func registerLimitFlags(fs *flag.FlagSet) *limitFlags {
 	fs.IntVar(&f.concurrentStreams, "max-concurrent-streams", server.DefaultMaxConcurrentStreams,
 		"most calls in flight on one connection; more wait for one to end")
 	fs.Var(&f.sessionBytes, "max-session-bytes",
-		"most memory one Sync session may hold (an estimate of its objects and output): a `size` in bytes, or with a KiB, MiB or GiB suffix (default 512MiB); a batch that would exceed it is rejected and changes nothing")
+		"most memory one Sync session may hold (an estimate of its objects and output), a `quantity`; a batch that would exceed it is rejected and changes nothing")
 	fs.DurationVar(&f.syncStartTimeout, "sync-start-timeout", server.DefaultSyncStartTimeout,
 		"how long a Sync stream may take to send its SyncStart before it is ended with DEADLINE_EXCEEDED; it holds no session slot meanwhile")
 	fs.DurationVar(&f.connectionAge, "max-connection-age", server.DefaultMaxConnectionAge,

@@ -3,7 +3,6 @@ package main
 import (
 	"bytes"
 	"context"
-	"flag"
 	"io"
 	"log/slog"
 	"math"
@@ -12,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/spf13/pflag"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials/insecure"
@@ -39,12 +39,12 @@ func TestLimitDefaultsFollowMemory(t *testing.T) {
 		{"the deployment's 1GiB", nil, 1 << 30, 256 << 20, 8 << 20, 64 << 20, ""},
 		// The budget is capped at 2GiB-1, what a size flag holds.
 		{"a large machine", nil, 64 << 30, math.MaxInt32, math.MaxInt32 / server.DecodeAmplification, 64 << 20, ""},
-		{"explicit", []string{"--max-inflight-bytes", "2MiB", "--max-message-size", "64KiB", "--max-response-size", "128MiB"}, 1 << 30, 2 << 20, 64 << 10, 128 << 20, ""},
-		{"message over the budget", []string{"--max-inflight-bytes", "2MiB", "--max-message-size", "1MiB"}, math.MaxInt64, 0, 0, 0,
-			"--max-message-size 1MiB needs --max-inflight-bytes of at least 33554432 (32 times the message size: what a message costs once decoded), not 2MiB"},
+		{"explicit", []string{"--max-inflight-bytes", "2Mi", "--max-message-size", "64Ki", "--max-response-size", "128Mi"}, 1 << 30, 2 << 20, 64 << 10, 128 << 20, ""},
+		{"message over the budget", []string{"--max-inflight-bytes", "2Mi", "--max-message-size", "1Mi"}, math.MaxInt64, 0, 0, 0,
+			"--max-message-size 1Mi needs --max-inflight-bytes of at least 33554432 (32 times the message size: what a message costs once decoded), not 2Mi"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			fs := flag.NewFlagSet("serve", flag.ContinueOnError)
+			fs := pflag.NewFlagSet("serve", pflag.ContinueOnError)
 			fs.SetOutput(io.Discard)
 			limits := registerLimitFlags(fs)
 			if err := fs.Parse(c.args); err != nil {

@@ -3,11 +3,12 @@ package main
 import (
 	"context"
 	"errors"
-	"flag"
 	"log/slog"
 	"net"
 	"net/http"
 	"time"
+
+	"github.com/spf13/pflag"
 
 	"github.com/tributary-dev/tributary/internal/metrics"
 )
@@ -24,7 +25,7 @@ type metricsFlags struct {
 // registerMetricsFlags adds --metrics-address to fs. It is off by default:
 // a fixed default port would collide wherever two servers share a host (or
 // a test runs several), and turning it on is one flag in a deployment.
-func registerMetricsFlags(fs *flag.FlagSet) *metricsFlags {
+func registerMetricsFlags(fs *pflag.FlagSet) *metricsFlags {
 	f := &metricsFlags{}
 	fs.StringVar(&f.address, "metrics-address", "",
 		"`host:port` serving Prometheus /metrics, /healthz, /readyz and (with --xds-address) /debug/xds over HTTP, such as 127.0.0.1:9090 or 0.0.0.0:9090 for a scraper in the cluster; empty (the default) serves none and records no metrics")

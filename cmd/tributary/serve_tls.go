@@ -3,11 +3,11 @@ package main
 import (
 	"context"
 	"errors"
-	"flag"
 	"log/slog"
 	"slices"
 	"strings"
 
+	"github.com/spf13/pflag"
 	"google.golang.org/grpc/credentials"
 
 	"github.com/tributary-dev/tributary/internal/tlsfiles"
@@ -24,7 +24,7 @@ type tlsFlags struct {
 // --tls-client-ca-file, --tls-allowed-client-sans and
 // --xds-tls-allowed-client-sans to fs. Without --tls-cert-file, serve
 // speaks plaintext.
-func registerTLSFlags(fs *flag.FlagSet) *tlsFlags {
+func registerTLSFlags(fs *pflag.FlagSet) *tlsFlags {
 	f := &tlsFlags{}
 	fs.StringVar(&f.certFile, "tls-cert-file", "",
 		"PEM certificate chain (leaf first) to serve TLS with, on the gRPC and xDS ports; read again every few seconds, so a rotated certificate is used without a restart. Empty (the default) serves plaintext")
@@ -59,8 +59,14 @@ func (e tlsUsageError) Error() string { return string(e) }
 func (f *tlsFlags) start(logger *slog.Logger, servesXDS bool) (*serveTLS, error) {
 	sans, xdsSANs := splitSANs(f.allowedClientSANs), splitSANs(f.xdsAllowedClientSANs)
 	switch {
-	case f.certFile == "" && (f.keyFile != "" || f.clientCAFile != "" || sans != nil || xdsSANs != nil):
-		return nil, tlsUsageError("--tls-key-file, --tls-client-ca-file, --tls-allowed-client-sans and --xds-tls-allowed-client-sans need --tls-cert-file")
+	case f.certFile == "" && f.keyFile != "":
+		return nil, tlsUsageError("--tls-key-file needs --tls-cert-file")
+	case f.certFile == "" && f.clientCAFile != "":
+		return nil, tlsUsageError("--tls-client-ca-file needs --tls-cert-file: mutual TLS is TLS first")
+	case f.certFile == "" && sans != nil:
+		return nil, tlsUsageError("--tls-allowed-client-sans needs --tls-cert-file and --tls-client-ca-file")
+	case f.certFile == "" && xdsSANs != nil:
+		return nil, tlsUsageError("--xds-tls-allowed-client-sans needs --tls-cert-file and --tls-client-ca-file")
 	case f.certFile == "":
 		return &serveTLS{}, nil
 	case f.keyFile == "":
@@ -103,16 +109,15 @@ func (f *tlsFlags) start(logger *slog.Logger, servesXDS bool) (*serveTLS, error)
 	return t, nil
 }
 
-// tlsFailure reports why TLS could not start and returns serve's exit
-// code: 2 for flags that make no sense together, 1 for files that do not
+// tlsFailure reports why TLS could not start: a usageError for flags that
+// make no sense together, exitError after logging for files that do not
 // load.
-func tlsFailure(err error, logger *slog.Logger, std stdio) int {
+func tlsFailure(err error, logger *slog.Logger) error {
 	if usage := tlsUsageError(""); errors.As(err, &usage) {
-		std.errorf("tributary serve: %v\n", usage)
-		return 2
+		return usageError{usage}
 	}
 	logger.Error("cannot load TLS material", "error", err)
-	return 1
+	return exitError{exitFailure}
 }
 
 // splitSANs splits a comma-separated flag value; nil when it is empty.

@@ -2,7 +2,6 @@ package main
 
 import (
 	"encoding/json"
-	"flag"
 	"fmt"
 	"log/slog"
 	"math"
@@ -11,6 +10,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/spf13/pflag"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/keepalive"
@@ -74,7 +74,7 @@ type xdsFlags struct {
 // registerXDSFlags adds --xds-address, --xds-withdraw-grace and the xDS
 // limits to fs. xDS is off by default: Sync sessions then cannot name a
 // node group.
-func registerXDSFlags(fs *flag.FlagSet) *xdsFlags {
+func registerXDSFlags(fs *pflag.FlagSet) *xdsFlags {
 	f := &xdsFlags{requestBytes: defaultXDSMaxRequestBytes}
 	fs.StringVar(&f.address, "xds-address", "",
 		"`host:port` serving xDS (ADS, CDS, EDS and LDS, State of the World and Delta) with the resources of Sync sessions that name an xds_node_group; a client's group is its node.cluster, or its node.id when that is empty. Empty (the default) serves none")
@@ -91,7 +91,7 @@ func registerXDSFlags(fs *flag.FlagSet) *xdsFlags {
 	fs.IntVar(&f.streamsPerConnection, "xds-max-streams-per-connection", defaultXDSMaxStreamsPerConnection,
 		"most xDS streams open at once on one connection; more wait for one to end")
 	fs.Var(&f.requestBytes, "xds-max-request-bytes",
-		"largest xDS request: a `size` in bytes, or with a KiB, MiB or GiB suffix (default 4MiB); a larger one ends its stream with RESOURCE_EXHAUSTED")
+		"largest xDS request, a `quantity`; a larger one ends its stream with RESOURCE_EXHAUSTED")
 	return f
 }
 

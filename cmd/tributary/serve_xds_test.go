@@ -123,6 +123,9 @@ func TestServeXDS(t *testing.T) {
 	}
 }
 
+// serveUsageHint ends every usage error of serve.
+const serveUsageHint = "Run 'tributary serve --help' for usage.\n"
+
 // TestServeXDSLimitFlags: a limit that would mean "none" or "default" is a
 // usage error, before anything is served.
 func TestServeXDSLimitFlags(t *testing.T) {
@@ -130,13 +133,13 @@ func TestServeXDSLimitFlags(t *testing.T) {
 		args       []string
 		wantStderr string
 	}{
-		{[]string{"--xds-max-streams", "0"}, "tributary serve: --xds-max-streams must be positive, not 0\n"},
-		{[]string{"--xds-max-names-per-stream", "-1"}, "tributary serve: --xds-max-names-per-stream must be positive, not -1\n"},
-		{[]string{"--xds-max-names", "0"}, "tributary serve: --xds-max-names must be positive, not 0\n"},
-		{[]string{"--xds-max-node-length", "0"}, "tributary serve: --xds-max-node-length must be positive, not 0\n"},
-		{[]string{"--xds-max-streams-per-connection", "0"}, "tributary serve: --xds-max-streams-per-connection must be positive, not 0\n"},
-		{[]string{"--xds-max-streams-per-connection", "4294967296"}, "tributary serve: --xds-max-streams-per-connection must be at most 4294967295, not 4294967296\n"},
-		{[]string{"--xds-max-request-bytes", "0"}, "tributary serve: --xds-max-request-bytes must be positive, not 0\n"},
+		{[]string{"--xds-max-streams", "0"}, "error: --xds-max-streams must be positive, not 0\n" + serveUsageHint},
+		{[]string{"--xds-max-names-per-stream", "-1"}, "error: --xds-max-names-per-stream must be positive, not -1\n" + serveUsageHint},
+		{[]string{"--xds-max-names", "0"}, "error: --xds-max-names must be positive, not 0\n" + serveUsageHint},
+		{[]string{"--xds-max-node-length", "0"}, "error: --xds-max-node-length must be positive, not 0\n" + serveUsageHint},
+		{[]string{"--xds-max-streams-per-connection", "0"}, "error: --xds-max-streams-per-connection must be positive, not 0\n" + serveUsageHint},
+		{[]string{"--xds-max-streams-per-connection", "4294967296"}, "error: --xds-max-streams-per-connection must be at most 4294967295, not 4294967296\n" + serveUsageHint},
+		{[]string{"--xds-max-request-bytes", "0"}, "error: --xds-max-request-bytes must be positive, not 0\n" + serveUsageHint},
 	}
 	for _, tt := range tests {
 		t.Run(strings.Join(tt.args, " "), func(t *testing.T) {
@@ -153,7 +156,7 @@ func TestServeXDSLimitFlags(t *testing.T) {
 // --xds-max-streams-per-connection) are in effect; the Publisher's own
 // limits are tested in package xds.
 func TestServeXDSRequestLimits(t *testing.T) {
-	s := startServe(t, "--xds-address", "127.0.0.1:0", "--xds-max-request-bytes", "1KiB", "--xds-max-streams-per-connection", "1")
+	s := startServe(t, "--xds-address", "127.0.0.1:0", "--xds-max-request-bytes", "1Ki", "--xds-max-streams-per-connection", "1")
 	conn, err := grpc.NewClient(s.xdsAddress, grpc.WithTransportCredentials(insecure.NewCredentials()))
 	if err != nil {
 		t.Fatal(err)

@@ -2,12 +2,14 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"regexp"
 	"strconv"
 	"strings"
 
+	"github.com/spf13/cobra"
 	"google.golang.org/genproto/googleapis/rpc/errdetails"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
@@ -19,47 +21,66 @@ import (
 	"github.com/tributary-dev/tributary/internal/server"
 )
 
-const translateSynopsis = "tributary translate -f PATH [-f PATH...] [--settings FILE] [-o json|yaml]"
+// translateFlags are the flags of `tributary translate`.
+type translateFlags struct {
+	paths        []string
+	settingsPath string
+	format       string
+	recursive    bool
+}
+
+func newTranslateCommand(std stdio) *cobra.Command {
+	f := &translateFlags{}
+	cmd := &cobra.Command{
+		Use:   "translate -f PATH [-f PATH...]",
+		Short: "Translate manifests once and print the result",
+		Long: `Translate Kubernetes manifests (ExtensionServices, Services, EndpointSlices,
+Secrets, TLSCertificateDelegations) once, in process, through the same code
+tributary serve runs, and print the Clusters, ClusterLoadAssignments and a
+status per ExtensionService. Objects of other kinds are skipped with a note
+on standard error.`,
+		Example: `  # The repository's example
+  tributary translate -f examples/extauth.yaml -o yaml
+
+  # From standard input, with translator settings
+  kubectl get extensionservices,services,endpointslices -A -o yaml | tributary translate -f - --settings settings.yaml`,
+		Args: noArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error { return runTranslate(cmd.Context(), f, std) },
+	}
+	fs := cmd.Flags()
+	fs.StringArrayVarP(&f.paths, "filename", "f", nil,
+		"manifest `PATH`: a YAML or JSON file, a directory (its *.yaml, *.yml and *.json files) or - for stdin; repeatable")
+	fs.BoolVarP(&f.recursive, "recursive", "R", false, "read the subdirectories of -f directories too, as kubectl -R does")
+	fs.StringVar(&f.settingsPath, "settings", "", "YAML `FILE` of translator settings (xdsClusterName, connectTimeout, globalCircuitBreakers, clientCertificate, upstreamTLS)")
+	fs.StringVarP(&f.format, "output", "o", "json", "output `format`: json or yaml")
+	return cmd
+}
 
 // runTranslate translates manifests once, in process, through the same
 // service code `tributary serve` runs, and prints one object: the Clusters,
-// the ClusterLoadAssignments and a status per ExtensionService. It exits 0
+// the ClusterLoadAssignments and a status per ExtensionService. It succeeds
 // whenever the input could be read and translated, even if some
-// ExtensionServices are invalid (their statuses say why), and 1 when the
+// ExtensionServices are invalid (their statuses say why), and fails when the
 // input cannot be read or the service rejects it.
-func runTranslate(ctx context.Context, args []string, std stdio) int {
-	fs := newFlagSet("translate", translateSynopsis, std.err)
-	var paths stringList
-	fs.Var(&paths, "f", "manifest `PATH`: a YAML or JSON file, a directory (its *.yaml, *.yml and *.json files, recursively) or - for stdin; repeatable")
-	settingsPath := fs.String("settings", "", "YAML `FILE` of translator settings (xdsClusterName, connectTimeout, globalCircuitBreakers, clientCertificate, upstreamTLS)")
-	format := fs.String("o", "json", "output `format`: json or yaml")
-	if code, ok := parseFlags(fs, args); !ok {
-		return code
-	}
+func runTranslate(ctx context.Context, f *translateFlags, std stdio) error {
+	paths, settingsPath, format := f.paths, &f.settingsPath, &f.format
 	if len(paths) == 0 {
-		std.errorf("tributary translate: at least one -f PATH is required\n")
-		fs.Usage()
-		return 2
+		return usageErrorf("at least one -f PATH is required")
 	}
 	if *format != "json" && *format != "yaml" {
-		std.errorf("tributary translate: invalid -o %q: want json or yaml\n", *format)
-		return 2
+		return usageErrorf("invalid --output %q: want json or yaml", *format)
 	}
 
-	fail := func(err error) int {
-		std.errorf("tributary translate: %v\n", err)
-		return 1
-	}
 	var settings *contour.Config
 	if *settingsPath != "" {
 		var err error
 		if settings, err = readSettings(*settingsPath); err != nil {
-			return fail(err)
+			return err
 		}
 	}
-	manifests, err := manifest.Read(paths, std.in)
+	manifests, err := manifest.Read(paths, std.in, manifest.Options{Recursive: f.recursive})
 	if err != nil {
-		return fail(err)
+		return err
 	}
 	notes := notes{std: std}
 	for _, s := range manifests.Skipped {
@@ -79,7 +100,7 @@ func runTranslate(ctx context.Context, args []string, std stdio) int {
 		obj, ok := contour.Object(o.Object)
 		if !ok {
 			// Unreachable: package manifest returns only kinds contour converts.
-			return fail(fmt.Errorf("%s: cannot convert %T", o.Position, o.Object))
+			return fmt.Errorf("%s: cannot convert %T", o.Position, o.Object)
 		}
 		req.Objects = append(req.Objects, obj)
 		positions = append(positions, o.Position)
@@ -87,17 +108,14 @@ func runTranslate(ctx context.Context, args []string, std stdio) int {
 
 	resp, err := server.NewTranslationService().Translate(ctx, req)
 	if err != nil {
-		std.errorf("%s", describeServiceError(err, positions, *settingsPath))
-		return 1
+		return errors.New(describeServiceError(err, positions, *settingsPath))
 	}
 	out, err := render(resp, *format)
 	if err != nil {
-		return fail(err)
+		return err
 	}
-	if _, err := std.out.Write(out); err != nil {
-		return fail(err)
-	}
-	return 0
+	_, err = std.out.Write(out)
+	return err
 }
 
 func readSettings(path string) (*contour.Config, error) {
@@ -117,7 +135,7 @@ func readSettings(path string) (*contour.Config, error) {
 // object would bury the output.
 const maxNotes = 20
 
-// notes prints "tributary translate: note: ..." lines on stderr, one per
+// notes prints "note: ..." lines on stderr, one per
 // object translation skips or ignores, up to maxNotes, then how many more
 // there were.
 type notes struct {
@@ -128,14 +146,14 @@ type notes struct {
 func (n *notes) add(format string, args ...any) {
 	n.n++
 	if n.n <= maxNotes {
-		n.std.errorf("tributary translate: note: "+format+"\n", args...)
+		n.std.errorf("note: "+format+"\n", args...)
 	}
 }
 
 // flush says how many notes were left out.
 func (n *notes) flush() {
 	if more := n.n - maxNotes; more > 0 {
-		n.std.errorf("tributary translate: note: %d more objects skipped or ignored\n", more)
+		n.std.errorf("note: %d more objects skipped or ignored\n", more)
 	}
 }
 
@@ -160,10 +178,10 @@ var objectIndex = regexp.MustCompile(`^objects\[(\d+)\]`)
 func describeServiceError(err error, positions []manifest.Position, settingsPath string) string {
 	st, ok := status.FromError(err)
 	if !ok {
-		return fmt.Sprintf("tributary translate: %v\n", err)
+		return err.Error()
 	}
 	if st.Code() != codes.InvalidArgument {
-		return fmt.Sprintf("tributary translate: translation failed (%s): %s\n", st.Code(), st.Message())
+		return fmt.Sprintf("translation failed (%s): %s", st.Code(), st.Message())
 	}
 	var violations []*errdetails.BadRequest_FieldViolation
 	for _, d := range st.Details() {
@@ -172,9 +190,9 @@ func describeServiceError(err error, positions []manifest.Position, settingsPath
 		}
 	}
 	var b strings.Builder
-	fmt.Fprintf(&b, "tributary translate: invalid input: %s\n", st.Message())
+	fmt.Fprintf(&b, "invalid input: %s", st.Message())
 	for _, v := range violations {
-		fmt.Fprintf(&b, "  %s%s\n", violationSource(v.GetField(), positions, settingsPath), v.GetDescription())
+		fmt.Fprintf(&b, "\n  %s%s", violationSource(v.GetField(), positions, settingsPath), v.GetDescription())
 	}
 	return b.String()
 }

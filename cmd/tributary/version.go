@@ -4,21 +4,24 @@ import (
 	"fmt"
 	"runtime"
 	"runtime/debug"
+
+	"github.com/spf13/cobra"
 )
 
 // version is set at build time with -ldflags "-X main.version=v1.2.3";
 // without it the module version and VCS revision Go recorded are used.
 var version = ""
 
-func runVersion(args []string, std stdio) int {
-	fs := newFlagSet("version", "tributary version", std.err)
-	if code, ok := parseFlags(fs, args); !ok {
-		return code
+func newVersionCommand(std stdio) *cobra.Command {
+	return &cobra.Command{
+		Use:   "version",
+		Short: "Print the version",
+		Args:  noArgs,
+		RunE: func(*cobra.Command, []string) error {
+			_, err := fmt.Fprintf(std.out, "tributary %s\n", versionString())
+			return err
+		},
 	}
-	if _, err := fmt.Fprintf(std.out, "tributary %s\n", versionString()); err != nil {
-		return 1
-	}
-	return 0
 }
 
 // versionString gives "v1.2.3 (revision abcdef0, go1.26.8)", leaving out

@@ -18,18 +18,11 @@ import (
 	"unicode/utf8"
 
 	resourcev3 "github.com/envoyproxy/go-control-plane/pkg/resource/v3"
+	"github.com/spf13/cobra"
 
 	"github.com/tributary-dev/tributary/internal/metrics"
 	"github.com/tributary-dev/tributary/internal/xds"
 )
-
-const xdsUsage = `Usage:
-  tributary xds status [flags]   show the xDS clients of a running server and what they were sent
-
-Run "tributary xds COMMAND -h" for the flags of a command.
-`
-
-const xdsStatusSynopsis = "tributary xds status [--metrics-address 127.0.0.1:9090] [-o table|json] [--timeout 10s]"
 
 // defaultStatusAddress is where `kubectl port-forward deploy/tributary
 // 9090` and a server run with --metrics-address 127.0.0.1:9090 answer.
@@ -42,77 +35,83 @@ const defaultStatusAddress = "127.0.0.1:9090"
 // program on the port, a proxy in between) before it fills the memory.
 const maxXDSStatusBytes = 64 << 20
 
-// runXDS runs a subcommand of `tributary xds`.
-func runXDS(ctx context.Context, args []string, std stdio) int {
-	if len(args) == 0 {
-		std.errorf("%s", xdsUsage)
-		return 2
+func newXDSCommand(std stdio) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "xds",
+		Short: "Inspect the xDS side of a running server",
+		Args:  subcommandArgs,
+		RunE:  func(cmd *cobra.Command, _ []string) error { return cmd.Help() },
 	}
-	switch cmd, rest := args[0], args[1:]; cmd {
-	case "status":
-		return runXDSStatus(ctx, rest, std)
-	case "help", "-h", "-help", "--help":
-		if _, err := fmt.Fprint(std.out, xdsUsage); err != nil {
-			return 1
-		}
-		return 0
-	default:
-		std.errorf("tributary xds: unknown command %q\n\n%s", cmd, xdsUsage)
-		return 2
+	cmd.AddCommand(newXDSStatusCommand(std))
+	return cmd
+}
+
+// xdsStatusFlags are the flags of `tributary xds status`.
+type xdsStatusFlags struct {
+	address, format string
+	timeout         time.Duration
+}
+
+func newXDSStatusCommand(std stdio) *cobra.Command {
+	f := &xdsStatusFlags{}
+	cmd := &cobra.Command{
+		Use:   "status",
+		Short: "Show the xDS clients of a running server and what they were sent",
+		Long: `Ask a running server's metrics listener for /debug/xds and print it: a
+table with one row per stream and resource type, then the node groups; or,
+with -o json, the JSON the server answered.`,
+		Example: `  # A server run with --metrics-address 127.0.0.1:9090
+  tributary xds status
+
+  # A server in a cluster
+  kubectl -n tributary port-forward deploy/tributary 9090 &
+  tributary xds status -o json`,
+		Args: noArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error { return runXDSStatus(cmd.Context(), f, std) },
 	}
+	fs := cmd.Flags()
+	fs.StringVar(&f.address, "metrics-address", defaultStatusAddress,
+		"`host:port` of the server's metrics listener (its --metrics-address; through kubectl port-forward, the local end)")
+	fs.StringVarP(&f.format, "output", "o", "table", "output `format`: table or json")
+	fs.DurationVar(&f.timeout, "timeout", 10*time.Second, "how long to wait for the server's answer")
+	return cmd
 }
 
 // runXDSStatus asks a running server's metrics listener for /debug/xds
 // and prints it: as a table with one row per stream and type, as
 // istioctl proxy-status does for Istio, followed by the node groups; or as
 // the JSON the server answered, indented.
-func runXDSStatus(ctx context.Context, args []string, std stdio) int {
-	fs := newFlagSet("xds status", xdsStatusSynopsis, std.err)
-	address := fs.String("metrics-address", defaultStatusAddress,
-		"`host:port` of the server's metrics listener (its --metrics-address; through kubectl port-forward, the local end)")
-	format := fs.String("o", "table", "output `format`: table or json")
-	timeout := fs.Duration("timeout", 10*time.Second, "how long to wait for the server's answer")
-	if code, ok := parseFlags(fs, args); !ok {
-		return code
+func runXDSStatus(ctx context.Context, f *xdsStatusFlags, std stdio) error {
+	if f.format != "table" && f.format != "json" {
+		return usageErrorf("invalid --output %q: want table or json", f.format)
 	}
-	if *format != "table" && *format != "json" {
-		std.errorf("tributary xds status: invalid -o %q: want table or json\n", *format)
-		return 2
+	if _, _, err := net.SplitHostPort(f.address); err != nil {
+		return usageErrorf("invalid --metrics-address %q: want host:port", f.address)
 	}
-	if _, _, err := net.SplitHostPort(*address); err != nil {
-		std.errorf("tributary xds status: invalid --metrics-address %q: want host:port\n", *address)
-		return 2
-	}
-	if *timeout <= 0 {
-		std.errorf("tributary xds status: --timeout must be positive, not %s\n", *timeout)
-		return 2
+	if f.timeout <= 0 {
+		return usageErrorf("--timeout must be positive, not %s", f.timeout)
 	}
 
-	ctx, cancel := context.WithTimeout(ctx, *timeout)
+	ctx, cancel := context.WithTimeout(ctx, f.timeout)
 	defer cancel()
-	status, serverTime, err := fetchXDSStatus(ctx, "http://"+*address+"/debug/xds", maxXDSStatusBytes)
+	status, serverTime, err := fetchXDSStatus(ctx, "http://"+f.address+"/debug/xds", maxXDSStatusBytes)
 	if errors.Is(err, context.DeadlineExceeded) {
-		std.errorf("tributary xds status: %v (waited --timeout %s)\n", err, *timeout)
-		return 1
+		return fmt.Errorf("%w (waited --timeout %s)", err, f.timeout)
 	}
 	if err != nil {
-		std.errorf("tributary xds status: %v\n", err)
-		return 1
+		return err
 	}
 	var out []byte
-	if *format == "json" {
+	if f.format == "json" {
 		out, err = indentedJSON(status)
 	} else {
 		out, err = xdsStatusTable(status, serverTime)
 	}
 	if err != nil {
-		std.errorf("tributary xds status: %v\n", err)
-		return 1
+		return err
 	}
-	if _, err := std.out.Write(out); err != nil {
-		return 1
-	}
-	return 0
+	_, err = std.out.Write(out)
+	return err
 }
 
 // fetchXDSStatus gets the xDS status from statusURL, reading at most limit

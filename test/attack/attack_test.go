@@ -50,7 +50,7 @@ var ballastBytes = sized(256<<10, 8<<20)
 // smallMessages are the flags that bring the send limit down to the CI
 // scale's inputs, which are a tenth of the issue's: the amplification is
 // the same, the bytes fewer.
-var smallMessages = sized([]string{"--max-message-size", "1MiB", "--max-response-size", "1MiB"}, nil)
+var smallMessages = sized([]string{"--max-message-size", "1Mi", "--max-response-size", "1Mi"}, nil)
 
 // Bounds on what one client string may grow into: a status message and a
 // log line. The server quotes at most a few hundred bytes of any input

@@ -113,7 +113,7 @@ func (s *syncStream) end(t *testing.T) {
 // the stream stays open and a later valid batch is answered.
 func syncSharedCA(t *testing.T) {
 	r := report(t)
-	srv := startServer(t, r, ballastBytes, sized(smallMessages, []string{"--max-session-bytes", "128MiB"})...)
+	srv := startServer(t, r, ballastBytes, sized(smallMessages, []string{"--max-session-bytes", "128Mi"})...)
 	copies, n := sized(100, 1000), sized(40, 801)
 	ca := testcerts.NewCA(t, "attack-ca").PEM
 

@@ -29,7 +29,7 @@ import (
 // it), why a Sync stream ended, and which call gRPC refused before the
 // service saw it.
 func TestJunkAndOversized(t *testing.T) {
-	srv := startServer(t, nil, "--max-message-size", "1MiB")
+	srv := startServer(t, nil, "--max-message-size", "1Mi")
 	ctx, cancel := context.WithTimeout(t.Context(), 3*hangGuard)
 	defer cancel()
 	others := startBystanders(ctx, t, dial(t, srv.Address), 0, 4)
