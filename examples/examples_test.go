@@ -30,7 +30,7 @@ var update = flag.Bool("update", false, "rewrite "+requestPath+" from extauth.ya
 // would send for the manifests at path.
 func requestFromManifests(t *testing.T, path string) *tributaryv1.TranslateRequest {
 	t.Helper()
-	m, err := manifest.Read([]string{path}, nil)
+	m, err := manifest.Read([]string{path}, nil, manifest.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -77,6 +77,27 @@ func TestTranslateRequestMatchesManifests(t *testing.T) {
 	}
 	if d := cmp.Diff(fromYAML, fromJSON, protocmp.Transform()); d != "" {
 		t.Errorf("%s and extauth.yaml differ (-yaml +json); run go test ./examples -update:\n%s", requestPath, d)
+	}
+}
+
+// TestDirectoryIsTheExample keeps `tributary translate -f examples/` working:
+// read as a directory (not recursively, as kubectl reads one), examples/
+// must hold exactly the objects of extauth.yaml, each of a kind translation
+// reads, and nothing that fails to read.
+func TestDirectoryIsTheExample(t *testing.T) {
+	dir, err := manifest.Read([]string{"."}, nil, manifest.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	file, err := manifest.Read([]string{"extauth.yaml"}, nil, manifest.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(file.Objects) == 0 || len(file.Skipped) != 0 {
+		t.Fatalf("extauth.yaml: %d objects, %d skipped; want objects only", len(file.Objects), len(file.Skipped))
+	}
+	if d := cmp.Diff(file, dir); d != "" {
+		t.Errorf("examples/ read as a directory differs from extauth.yaml (-file +directory):\n%s", d)
 	}
 }
 

@@ -33,18 +33,41 @@ func (d document) empty() bool {
 
 // splitDocuments cuts a file into documents. A file whose first character is
 // '{' or '[' is a JSON stream (one or more values, as `kubectl get -o json`
-// or jq print them), unless its first value is not JSON at all, in which case
-// it is YAML written in flow style; anything else is YAML, documents
-// separated by "---". A document that fails to parse ends the split.
+// or jq print them), unless its first value is not JSON but is YAML written
+// in flow style ("{apiVersion: v1, ...}"); anything else is YAML, documents
+// separated by "---". A document that fails to parse ends the split. When
+// neither reading works, the error is the JSON one if the file looks like
+// JSON (its first key is quoted), since a JSON file with a typo is far more
+// likely than broken flow-style YAML.
 func splitDocuments(data []byte) []document {
 	data = bytes.TrimPrefix(data, []byte("\xef\xbb\xbf"))
 	trimmed := bytes.TrimSpace(data)
-	if len(trimmed) > 0 && (trimmed[0] == '{' || trimmed[0] == '[') {
-		if docs := splitJSON(data); len(docs) > 1 || docs[0].err == nil {
-			return docs
-		}
+	if len(trimmed) == 0 || (trimmed[0] != '{' && trimmed[0] != '[') {
+		return splitYAML(data)
 	}
-	return splitYAML(data)
+	jsonDocs := splitJSON(data)
+	if len(jsonDocs) > 1 || jsonDocs[0].err == nil {
+		return jsonDocs
+	}
+	yamlDocs := splitYAML(data)
+	if (len(yamlDocs) > 0 && yamlDocs[len(yamlDocs)-1].err != nil) && looksLikeJSON(trimmed) {
+		return jsonDocs
+	}
+	return yamlDocs
+}
+
+// looksLikeJSON reports whether data, which starts with '{' or '[', starts
+// the way JSON does rather than flow-style YAML: with a quoted key, or an
+// array of objects or arrays.
+func looksLikeJSON(data []byte) bool {
+	rest := bytes.TrimLeft(data[1:], " \t\r\n")
+	if len(rest) == 0 {
+		return false
+	}
+	if data[0] == '{' {
+		return rest[0] == '"'
+	}
+	return rest[0] == '{' || rest[0] == '['
 }
 
 // splitJSON returns at least one document for non-blank data.
@@ -71,7 +94,7 @@ func splitYAML(data []byte) []document {
 		// plain YAML parsers resolve by keeping one of them silently.
 		j, err := yaml.YAMLToJSONStrict(chunk.text)
 		if err != nil {
-			return append(docs, document{err: yamlSyntax(err, chunk.firstLine)})
+			return append(docs, document{err: yamlSyntax(err, chunk)})
 		}
 		docs = append(docs, document{json: j})
 	}
@@ -83,6 +106,15 @@ func splitYAML(data []byte) []document {
 type yamlChunk struct {
 	text      []byte
 	firstLine int
+}
+
+// lines counts the lines of the chunk's text, at least 1.
+func (c yamlChunk) lines() int {
+	n := bytes.Count(c.text, []byte("\n"))
+	if len(c.text) > 0 && c.text[len(c.text)-1] != '\n' {
+		n++
+	}
+	return max(n, 1)
 }
 
 // yamlChunks splits YAML at document separators: lines that are "---",
@@ -118,30 +150,68 @@ func isSeparator(line []byte) bool {
 	return len(rest) == 0 || rest[0] == '#'
 }
 
-var yamlLine = regexp.MustCompile(`\bline (\d+)\b`)
+// yamlParserProblems are the problems the YAML library's parser (as opposed
+// to its scanner) reports. It numbers their lines from 0 where it numbers
+// the scanner's from 1, and leaves the line out when it is 0, so a parser
+// problem's line is one too early, or missing on the first line.
+var yamlParserProblems = map[string]bool{
+	"did not find expected <stream-start>":   true,
+	"did not find expected <document start>": true,
+	"did not find expected node content":     true,
+	"did not find expected '-' indicator":    true,
+	"did not find expected key":              true,
+	"did not find expected ',' or ']'":       true,
+	"did not find expected ',' or '}'":       true,
+	"found undefined tag handle":             true,
+	"found duplicate %YAML directive":        true,
+	"found incompatible YAML document":       true,
+	"found duplicate %TAG directive":         true,
+}
 
-// yamlSyntax rewrites a YAML parser error for a document starting at
-// firstLine: one line, numbered from the start of the file.
-func yamlSyntax(err error, firstLine int) error {
+var yamlLine = regexp.MustCompile(`^line (\d+): `)
+
+// yamlSyntax rewrites a YAML library error for a document: one line, each
+// problem numbered with its line in the file. A problem found at the end of
+// the document is put on its last line rather than on the line after it.
+func yamlSyntax(err error, chunk yamlChunk) error {
 	msg := err.Error()
 	msg = strings.TrimPrefix(msg, "error converting YAML to JSON: ")
 	msg = strings.TrimPrefix(msg, "yaml: unmarshal errors:")
 	msg = strings.TrimPrefix(msg, "yaml: ")
-	msg = strings.Join(strings.Fields(msg), " ")
-	msg = yamlLine.ReplaceAllStringFunc(msg, func(m string) string {
-		n, _ := strconv.Atoi(strings.TrimPrefix(m, "line "))
-		return "line " + strconv.Itoa(n+firstLine-1)
-	})
-	return errors.New("invalid YAML: " + msg)
+	// Decoding errors come one per line, each led by its own line number.
+	var problems []string
+	for p := range strings.Lines(msg) {
+		p = strings.Join(strings.Fields(p), " ")
+		if p == "" {
+			continue
+		}
+		line := 0
+		if m := yamlLine.FindStringSubmatch(p); m != nil {
+			line, _ = strconv.Atoi(m[1])
+			p = p[len(m[0]):]
+		}
+		if yamlParserProblems[p] {
+			line++
+		}
+		if line > 0 {
+			p = fmt.Sprintf("line %d: %s", chunk.firstLine+min(line, chunk.lines())-1, p)
+		}
+		problems = append(problems, p)
+	}
+	return errors.New("invalid YAML: " + strings.Join(problems, "; "))
 }
 
-// jsonSyntax gives the line of data a JSON syntax error is on.
+// jsonSyntax gives the line and column (counted in bytes, from 1) of data a
+// JSON syntax error is at.
 func jsonSyntax(err error, data []byte) error {
 	var syntax *json.SyntaxError
 	switch {
 	case errors.As(err, &syntax):
-		line := 1 + bytes.Count(data[:min(int(syntax.Offset), len(data))], []byte("\n"))
-		return fmt.Errorf("invalid JSON: line %d: %s", line, syntax.Error())
+		// Offset counts the bytes read up to and including the bad one.
+		before := data[:min(max(int(syntax.Offset)-1, 0), len(data))]
+		line := 1 + bytes.Count(before, []byte("\n"))
+		column := len(before) - bytes.LastIndexByte(before, '\n')
+		return fmt.Errorf("invalid JSON: line %d, column %d: %s", line, column, syntax.Error())
 	case errors.Is(err, io.ErrUnexpectedEOF):
 		return errors.New("invalid JSON: unexpected end of input")
 	}
@@ -156,7 +226,7 @@ func jsonSyntax(err error, data []byte) error {
 func UnmarshalStrict(data []byte, v any) error {
 	j, err := yaml.YAMLToJSONStrict(data)
 	if err != nil {
-		return yamlSyntax(err, 1)
+		return yamlSyntax(err, yamlChunk{text: data, firstLine: 1})
 	}
 	if d := (document{json: j}); d.empty() {
 		return nil

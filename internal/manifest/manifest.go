@@ -19,12 +19,12 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
-	"strings"
 
 	contour_v1 "github.com/projectcontour/contour/apis/projectcontour/v1"
 	contour_v1alpha1 "github.com/projectcontour/contour/apis/projectcontour/v1alpha1"
 	core_v1 "k8s.io/api/core/v1"
 	discovery_v1 "k8s.io/api/discovery/v1"
+	meta_v1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 )
 
@@ -95,10 +95,26 @@ func newObject(apiVersion, kind string) runtime.Object {
 	return nil
 }
 
-// Read reads every path in order into one Manifests. A path is a file (read
-// whatever its extension), a directory (every *.yaml, *.yml and *.json file
-// under it, recursively, in lexical order), or Stdin, read from stdin.
-func Read(paths []string, stdin io.Reader) (*Manifests, error) {
+// Options says how Read treats directories.
+type Options struct {
+	// Recursive reads the subdirectories of a directory too, at any depth,
+	// as `kubectl apply --recursive` does. Without it only the files
+	// directly in the directory are read, as kubectl does by default.
+	Recursive bool
+}
+
+// Read reads every path in order into one Manifests. A path is Stdin, read
+// from stdin; a file, read whatever its name; or a directory, read as
+// `kubectl apply -f` reads one: the files in it whose names end in .json,
+// .yaml or .yml (case-sensitively), in lexical order, and the files of its
+// subdirectories only when opts.Recursive. Other files in a directory are
+// ignored; a file with one of those names that does not hold Kubernetes
+// objects is an error.
+//
+// Two objects of the same kind, namespace and name are an error naming both
+// positions: kubectl would apply both, the later one winning, but a
+// translation holds one of each, so the input is ambiguous.
+func Read(paths []string, stdin io.Reader, opts Options) (*Manifests, error) {
 	m := &Manifests{}
 	for _, p := range paths {
 		if p == Stdin {
@@ -107,7 +123,7 @@ func Read(paths []string, stdin io.Reader) (*Manifests, error) {
 			}
 			continue
 		}
-		files, err := expand(p)
+		files, err := expand(p, opts.Recursive)
 		if err != nil {
 			return nil, err
 		}
@@ -117,20 +133,27 @@ func Read(paths []string, stdin io.Reader) (*Manifests, error) {
 			}
 		}
 	}
+	if err := m.checkDuplicates(); err != nil {
+		return nil, err
+	}
 	return m, nil
 }
 
 // Decode reads one stream of manifests; name is used in positions and errors.
+// Duplicates are errors, as in Read.
 func Decode(name string, r io.Reader) (*Manifests, error) {
 	m := &Manifests{}
 	if err := m.decode(name, r); err != nil {
+		return nil, err
+	}
+	if err := m.checkDuplicates(); err != nil {
 		return nil, err
 	}
 	return m, nil
 }
 
 // expand lists the manifest files a path names.
-func expand(path string) ([]string, error) {
+func expand(path string, recursive bool) ([]string, error) {
 	info, err := os.Stat(path)
 	if err != nil {
 		return nil, err
@@ -139,13 +162,17 @@ func expand(path string) ([]string, error) {
 		return []string{path}, nil
 	}
 	var files []string
+	skippedDirs := false
 	// WalkDir visits entries in lexical order, which makes the result (and
-	// so the order of objects and any duplicate-name error) reproducible.
+	// so the order of objects and any duplicate error) reproducible.
 	err = filepath.WalkDir(path, func(p string, d fs.DirEntry, err error) error {
-		if err != nil {
+		switch {
+		case err != nil:
 			return err
-		}
-		if !d.IsDir() && isManifestFile(p) {
+		case d.IsDir() && p != path && !recursive:
+			skippedDirs = true
+			return filepath.SkipDir
+		case !d.IsDir() && isManifestFile(p):
 			files = append(files, p)
 		}
 		return nil
@@ -154,14 +181,19 @@ func expand(path string) ([]string, error) {
 		return nil, err
 	}
 	if len(files) == 0 {
-		return nil, fmt.Errorf("%s: no .yaml, .yml or .json files in directory", path)
+		if skippedDirs {
+			return nil, fmt.Errorf("%s: no .json, .yaml or .yml files directly in directory (subdirectories are read only when recursive)", path)
+		}
+		return nil, fmt.Errorf("%s: no .json, .yaml or .yml files in directory", path)
 	}
 	return files, nil
 }
 
+// isManifestFile reports whether a file found in a directory is read. The
+// match is case-sensitive, as kubectl's is: "x.YAML" is not read.
 func isManifestFile(p string) bool {
-	switch strings.ToLower(filepath.Ext(p)) {
-	case ".yaml", ".yml", ".json":
+	switch filepath.Ext(p) {
+	case ".json", ".yaml", ".yml":
 		return true
 	}
 	return false
@@ -216,6 +248,8 @@ func (m *Manifests) decodeObject(pos Position, data []byte, listAllowed bool) er
 		return err
 	}
 	switch {
+	case tm.APIVersion == "" && tm.Kind == "":
+		return errors.New(`not a Kubernetes object: missing "apiVersion" and "kind"`)
 	case tm.APIVersion == "":
 		return errors.New(`missing "apiVersion"`)
 	case tm.Kind == "":
@@ -266,11 +300,35 @@ type list struct {
 	Items      []json.RawMessage `json:"items"`
 }
 
+// checkDuplicates returns an error for every object that has the kind,
+// namespace and name of an earlier one, each naming both positions.
+func (m *Manifests) checkDuplicates() error {
+	type key struct{ kind, namespace, name string }
+	first := make(map[key]Position, len(m.Objects))
+	var errs []error
+	for _, o := range m.Objects {
+		// Every kind newObject returns has ObjectMeta.
+		meta := o.Object.(meta_v1.Object)
+		k := key{o.Object.GetObjectKind().GroupVersionKind().Kind, meta.GetNamespace(), meta.GetName()}
+		if at, dup := first[k]; dup {
+			errs = append(errs, fmt.Errorf("%s: %s%s is already defined at %s", o.Position, k.kind, quoteName(k.namespace, k.name), at))
+			continue
+		}
+		first[k] = o.Position
+	}
+	return errors.Join(errs...)
+}
+
 // describeName gives ` "namespace/name"` (or ` "name"`) for error messages,
 // read loosely so that it works on objects that fail strict decoding; ""
 // when there is no name.
 func describeName(data []byte) string {
-	ns, name := objectName(data)
+	return quoteName(objectName(data))
+}
+
+// quoteName gives ` "namespace/name"`, ` "name"` without a namespace, or ""
+// without a name.
+func quoteName(ns, name string) string {
 	switch {
 	case name == "":
 		return ""

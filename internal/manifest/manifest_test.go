@@ -204,6 +204,10 @@ items:
 		in:      "kind: Service\n",
 		wantErr: `in: document 1: missing "apiVersion"`,
 	}, {
+		name:    "JSON that is not a Kubernetes object",
+		in:      `{"objects": [{"service": {}}]}`,
+		wantErr: `in: document 1: not a Kubernetes object: missing "apiVersion" and "kind"`,
+	}, {
 		name:    "a document that is not a mapping",
 		in:      "- apiVersion: v1\n  kind: Service\n",
 		wantErr: `in: document 1: not a Kubernetes object: expected a mapping with apiVersion and kind`,
@@ -224,9 +228,72 @@ items:
 		in:      `{"apiVersion": "v1", "kind": "Service", "metadata": {"name": "a"}} {"apiVersion": `,
 		wantErr: `in: document 2: invalid JSON: unexpected end of input`,
 	}, {
-		name:    "a JSON syntax error names its line",
+		name:    "a JSON syntax error names its line and column",
 		in:      "{\"apiVersion\": \"v1\", \"kind\": \"Service\", \"metadata\": {\"name\": \"a\"}}\n{\"apiVersion\": \"v1\",\n \"kind\" \"Service\"}",
-		wantErr: `in: document 2: invalid JSON: line 3: invalid character '"' after object key`,
+		wantErr: `in: document 2: invalid JSON: line 3, column 9: invalid character '"' after object key`,
+	}, {
+		// Before, a first JSON value that failed to parse was retried as
+		// flow-style YAML and reported as "invalid YAML".
+		name:    "a JSON syntax error in the first document is reported as JSON",
+		in:      "{\n  \"apiVersion\": \"v1\",\n  \"kind\": \"Service\"\n  \"metadata\": {\"name\": \"a\"}\n}\n",
+		wantErr: `in: document 1: invalid JSON: line 4, column 3: invalid character '"' after object key:value pair`,
+	}, {
+		name:    "broken YAML in flow style is reported as YAML",
+		in:      "{apiVersion: v1, kind: Service, metadata: {name: a}\n",
+		wantErr: `in: document 1: invalid YAML: line 1: did not find expected ',' or '}'`,
+	}, {
+		// The YAML library numbers its parser's lines from 0: each of these
+		// was reported one line too early.
+		name:    "a YAML parser error names its line",
+		in:      "apiVersion: v1\nkind: Service\nmetadata:\n  - x\n  name: a\n",
+		wantErr: `in: document 1: invalid YAML: line 5: did not find expected '-' indicator`,
+	}, {
+		name:    "a YAML parser error on the first line of a document names it",
+		in:      service("a") + "---\n" + "[a, b} \nkind: Service\n",
+		wantErr: `in: document 2: invalid YAML: line 5: did not find expected ',' or ']'`,
+	}, {
+		name:    "a YAML error in the second document",
+		in:      service("a") + "---\n" + "apiVersion: v1\nkind: Service\nmetadata:\n  name: b\n namespace: a\n",
+		wantErr: `in: document 2: invalid YAML: line 9: did not find expected key`,
+	}, {
+		name:    "a YAML error in the second document, after a leading separator",
+		in:      "---\n" + service("a") + "---\n" + "apiVersion: v1\nkind: Service\nmetadata:\n  name: b\n namespace: a\n",
+		wantErr: `in: document 2: invalid YAML: line 10: did not find expected key`,
+	}, {
+		name:    "a YAML error in the third document",
+		in:      service("a") + "---\n" + service("b") + "--- # c\n" + "apiVersion: v1\nkind: Service\nmetadata:\n  - x\n  name: c\n",
+		wantErr: `in: document 3: invalid YAML: line 13: did not find expected '-' indicator`,
+	}, {
+		name:    "a YAML error in the third document, after a leading separator and a comment",
+		in:      "# c\n---\n" + service("a") + "---\n" + service("b") + "---\n" + "apiVersion: v1\nkind: Service\nmetadata: {name: c\n",
+		wantErr: `in: document 3: invalid YAML: line 13: did not find expected ',' or '}'`,
+	}, {
+		name:    "a YAML scanner error names its line",
+		in:      service("a") + "---\n" + "apiVersion: v1\nkind: Service\n\tmetadata: {name: b}\n",
+		wantErr: `in: document 2: invalid YAML: line 7: found a tab character that violates indentation`,
+	}, {
+		name:    "every repeated key is reported with its line",
+		in:      service("a") + "---\n" + service("b") + "metadata: {name: c}\nspec: {}\nspec: {}\n",
+		wantErr: `in: document 2: invalid YAML: line 8: key "metadata" already set in map; line 10: key "spec" already set in map`,
+	}, {
+		name: "duplicate objects name both positions",
+		in: service("x") + "---\n" + service("other") + "---\n" + service("x") + "---\n" +
+			"apiVersion: v1\nkind: Secret\nmetadata: {namespace: a, name: x}\n---\n" + service("x"),
+		wantErr: `in: document 3: Service "a/x" is already defined at in: document 1` + "\n" +
+			`in: document 5: Service "a/x" is already defined at in: document 1`,
+	}, {
+		name: "the same name in another namespace or of another kind is not a duplicate",
+		in: service("x") + "---\napiVersion: v1\nkind: Service\nmetadata: {namespace: b, name: x}\n---\n" +
+			"apiVersion: v1\nkind: Secret\nmetadata: {namespace: a, name: x}\n",
+		wantObjects: []Object{
+			{at("in", 1, -1), &core_v1.Service{TypeMeta: typeMetaOf("v1", "Service"), ObjectMeta: meta_v1.ObjectMeta{Namespace: "a", Name: "x"}}},
+			{at("in", 2, -1), &core_v1.Service{TypeMeta: typeMetaOf("v1", "Service"), ObjectMeta: meta_v1.ObjectMeta{Namespace: "b", Name: "x"}}},
+			{at("in", 3, -1), &core_v1.Secret{TypeMeta: typeMetaOf("v1", "Secret"), ObjectMeta: meta_v1.ObjectMeta{Namespace: "a", Name: "x"}}},
+		},
+	}, {
+		name:    "a duplicate inside a List names its item",
+		in:      service("x") + "---\napiVersion: v1\nkind: List\nitems:\n- " + strings.ReplaceAll(service("x"), "\n", "\n  "),
+		wantErr: `in: document 2: items[0]: Service "a/x" is already defined at in: document 1`,
 	}, {
 		name: "YAML in flow style is not mistaken for JSON",
 		in:   "{apiVersion: v1, kind: Service, metadata: {namespace: a, name: flow}}\n",
@@ -282,61 +349,157 @@ func positions(m *Manifests) []string {
 	return out
 }
 
-func TestRead(t *testing.T) {
+// manifestTree writes a directory the way a repository holds manifests:
+// files directly in it, a subdirectory, and files that are not manifests.
+func manifestTree(t *testing.T) string {
+	t.Helper()
 	dir := t.TempDir()
 	writeFile(t, filepath.Join(dir, "b.yaml"), service("b1")+"---\n"+service("b2"))
-	writeFile(t, filepath.Join(dir, "a", "z.json"), `{"apiVersion": "v1", "kind": "Service", "metadata": {"namespace": "a", "name": "az"}}`)
-	writeFile(t, filepath.Join(dir, "a", "x.yml"), service("ax"))
-	writeFile(t, filepath.Join(dir, "a", "notes.txt"), "not a manifest: {")
-	writeFile(t, filepath.Join(dir, "C.YAML"), service("c"))
-	other := filepath.Join(t.TempDir(), "explicit.txt")
-	writeFile(t, other, service("explicit"))
+	writeFile(t, filepath.Join(dir, "a.json"), `{"apiVersion": "v1", "kind": "Service", "metadata": {"namespace": "a", "name": "a"}}`)
+	writeFile(t, filepath.Join(dir, "c.yml"), service("c"))
+	writeFile(t, filepath.Join(dir, "sub", "z.json"), `{"apiVersion": "v1", "kind": "Service", "metadata": {"namespace": "a", "name": "sub-z"}}`)
+	writeFile(t, filepath.Join(dir, "sub", "x.yml"), service("sub-x"))
+	writeFile(t, filepath.Join(dir, "sub", "deeper", "y.yaml"), service("deeper-y"))
+	// Neither kubectl nor Read reads these from a directory: other
+	// extensions, and the extensions in another case.
+	writeFile(t, filepath.Join(dir, "notes.txt"), "not a manifest: {")
+	writeFile(t, filepath.Join(dir, "script.js"), "console.log(1)")
+	writeFile(t, filepath.Join(dir, "README"), "# manifests")
+	writeFile(t, filepath.Join(dir, "UPPER.YAML"), "not: [read")
+	writeFile(t, filepath.Join(dir, "sub", "notes.txt"), "not a manifest: {")
+	return dir
+}
 
-	got, err := Read([]string{other, dir, Stdin}, strings.NewReader(service("stdin")))
-	if err != nil {
-		t.Fatal(err)
+func TestRead(t *testing.T) {
+	dir := manifestTree(t)
+	// A file named explicitly is read whatever its name, as kubectl does.
+	explicit := filepath.Join(t.TempDir(), "explicit.txt")
+	writeFile(t, explicit, service("explicit"))
+
+	tests := map[string]struct {
+		paths []string
+		opts  Options
+		want  []string
+	}{
+		"a directory reads only the manifests directly in it": {
+			paths: []string{dir},
+			want: []string{
+				filepath.Join(dir, "a.json") + ": document 1 a",
+				filepath.Join(dir, "b.yaml") + ": document 1 b1",
+				filepath.Join(dir, "b.yaml") + ": document 2 b2",
+				filepath.Join(dir, "c.yml") + ": document 1 c",
+			},
+		},
+		"recursive reads subdirectories at every depth, in lexical order": {
+			paths: []string{dir},
+			opts:  Options{Recursive: true},
+			want: []string{
+				filepath.Join(dir, "a.json") + ": document 1 a",
+				filepath.Join(dir, "b.yaml") + ": document 1 b1",
+				filepath.Join(dir, "b.yaml") + ": document 2 b2",
+				filepath.Join(dir, "c.yml") + ": document 1 c",
+				filepath.Join(dir, "sub", "deeper", "y.yaml") + ": document 1 deeper-y",
+				filepath.Join(dir, "sub", "x.yml") + ": document 1 sub-x",
+				filepath.Join(dir, "sub", "z.json") + ": document 1 sub-z",
+			},
+		},
+		"files, directories and stdin in the order given": {
+			paths: []string{explicit, filepath.Join(dir, "sub"), Stdin, filepath.Join(dir, "c.yml")},
+			want: []string{
+				explicit + ": document 1 explicit",
+				filepath.Join(dir, "sub", "x.yml") + ": document 1 sub-x",
+				filepath.Join(dir, "sub", "z.json") + ": document 1 sub-z",
+				"<stdin>: document 1 stdin",
+				filepath.Join(dir, "c.yml") + ": document 1 c",
+			},
+		},
 	}
-	want := []string{
-		other + ": document 1 explicit",
-		filepath.Join(dir, "C.YAML") + ": document 1 c",
-		filepath.Join(dir, "a", "x.yml") + ": document 1 ax",
-		filepath.Join(dir, "a", "z.json") + ": document 1 az",
-		filepath.Join(dir, "b.yaml") + ": document 1 b1",
-		filepath.Join(dir, "b.yaml") + ": document 2 b2",
-		"<stdin>: document 1 stdin",
-	}
-	if d := cmp.Diff(want, positions(got)); d != "" {
-		t.Errorf("objects in order (-want +got):\n%s", d)
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			got, err := Read(tc.paths, strings.NewReader(service("stdin")), tc.opts)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if d := cmp.Diff(tc.want, positions(got)); d != "" {
+				t.Errorf("objects in order (-want +got):\n%s", d)
+			}
+			if len(got.Skipped) != 0 {
+				t.Errorf("skipped %v, want none", got.Skipped)
+			}
+		})
 	}
 }
 
 func TestReadErrors(t *testing.T) {
 	dir := t.TempDir()
 	empty := filepath.Join(dir, "empty")
-	if err := os.Mkdir(empty, 0o755); err != nil {
-		t.Fatal(err)
-	}
 	writeFile(t, filepath.Join(empty, "README.md"), "no manifests")
-	bad := filepath.Join(dir, "bad.yaml")
+	nested := filepath.Join(dir, "nested")
+	writeFile(t, filepath.Join(nested, "sub", "a.yaml"), service("a"))
+	writeFile(t, filepath.Join(nested, "sub", "notes.txt"), "no manifests")
+
+	broken := filepath.Join(dir, "broken")
+	bad := filepath.Join(broken, "bad.yaml")
 	writeFile(t, bad, service("ok")+"---\napiVersion: v1\nkind: Service\nmetadata: {name: x}\nspce: {}\n")
+
+	// A JSON file that is not a manifest, such as a gRPC request, is an
+	// error naming the file, as in kubectl, and only when it is read.
+	requests := filepath.Join(dir, "requests")
+	writeFile(t, filepath.Join(requests, "a.yaml"), service("a"))
+	request := filepath.Join(requests, "grpc", "request.json")
+	writeFile(t, request, `{"objects": [{"service": {"metadata": {"name": "a"}}}]}`)
+
+	dups := filepath.Join(dir, "dups")
+	writeFile(t, filepath.Join(dups, "a.yaml"), service("a")+"---\n"+service("x"))
+	writeFile(t, filepath.Join(dups, "b.json"), `{"apiVersion": "v1", "kind": "List", "items": [
+  {"apiVersion": "v1", "kind": "Service", "metadata": {"namespace": "a", "name": "b"}},
+  {"apiVersion": "v1", "kind": "Service", "metadata": {"namespace": "a", "name": "x"}}]}`)
 	missing := filepath.Join(dir, "missing.yaml")
 
 	tests := map[string]struct {
 		paths   []string
+		opts    Options
 		wantErr string
 	}{
-		"missing file":                {[]string{missing}, "stat " + missing + ": no such file or directory"},
-		"directory without manifests": {[]string{empty}, empty + ": no .yaml, .yml or .json files in directory"},
-		"bad document in a directory": {[]string{dir}, bad + `: document 2: Service "x": unknown field "spce"`},
-		"bad document on stdin":       {[]string{Stdin}, `<stdin>: document 1: missing "kind"`},
+		"missing file":                {paths: []string{missing}, wantErr: "stat " + missing + ": no such file or directory"},
+		"directory without manifests": {paths: []string{empty}, wantErr: empty + ": no .json, .yaml or .yml files in directory"},
+		"manifests only in a subdirectory": {
+			paths:   []string{nested},
+			wantErr: nested + ": no .json, .yaml or .yml files directly in directory (subdirectories are read only when recursive)",
+		},
+		"bad document in a directory": {paths: []string{broken}, wantErr: bad + `: document 2: Service "x": unknown field "spce"`},
+		"bad document on stdin":       {paths: []string{Stdin}, wantErr: `<stdin>: document 1: missing "kind"`},
+		"not a manifest, read recursively": {
+			paths:   []string{requests},
+			opts:    Options{Recursive: true},
+			wantErr: request + `: document 1: not a Kubernetes object: missing "apiVersion" and "kind"`,
+		},
+		"the same object in two files": {
+			paths:   []string{dups},
+			wantErr: filepath.Join(dups, "b.json") + `: document 1: items[1]: Service "a/x" is already defined at ` + filepath.Join(dups, "a.yaml") + ": document 2",
+		},
+		"the same file twice": {
+			paths: []string{filepath.Join(requests, "a.yaml"), requests},
+			wantErr: filepath.Join(requests, "a.yaml") + `: document 1: Service "a/a" is already defined at ` +
+				filepath.Join(requests, "a.yaml") + ": document 1",
+		},
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
-			_, err := Read(tc.paths, strings.NewReader("apiVersion: v1\n"))
+			_, err := Read(tc.paths, strings.NewReader("apiVersion: v1\n"), tc.opts)
 			if err == nil || err.Error() != tc.wantErr {
 				t.Fatalf("error:\n got %v\nwant %s", err, tc.wantErr)
 			}
 		})
+	}
+
+	// Without recursion the same directory reads, the request unread.
+	got, err := Read([]string{requests}, nil, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d := cmp.Diff([]string{filepath.Join(requests, "a.yaml") + ": document 1 a"}, positions(got)); d != "" {
+		t.Errorf("objects (-want +got):\n%s", d)
 	}
 }
 
