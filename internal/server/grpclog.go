@@ -15,7 +15,8 @@ import (
 // the process saw. gRPC logs little on a server: a few lines at start and
 // stop (debug here), and connections it refuses before any call, such as a
 // peer that sends bytes that are not HTTP/2 (info here, with gRPC's reason,
-// since nothing else reports them). Its warnings and errors keep their level.
+// since nothing else reports them). Its warnings and errors keep their level,
+// but for one that is a client's normal going away (see clientGone).
 //
 // Install it once per process, before any gRPC call, with
 // grpclog.SetLoggerV2; Use switches where it writes, at any time.
@@ -39,7 +40,25 @@ func (g *GRPCLog) log(level slog.Level, text string) {
 			return
 		}
 	}
+	if level == slog.LevelWarn && clientGone(text) {
+		level = slog.LevelDebug
+	}
 	l.Log(context.Background(), level, "grpc", "grpc.log", text)
+}
+
+// statusToClosedConnection ends the warning gRPC logs when a call's handler
+// returns after its connection closed, so there is no one left to send the
+// call's status to: that is how every call still open ends when a client
+// closes its connection (grpcurl's reflection stream, a Sync client that
+// exits), and when the server stops. The call log has already reported the
+// call's end and the code it ended with (CANCELLED), at that code's level.
+const statusToClosedConnection = `failed to write status: connection error: desc = "transport is closing"`
+
+// clientGone reports whether gRPC's warning text is statusToClosedConnection:
+// routine, so it is logged at debug. Any other failure to write a status
+// stays a warning. A test with a real client pins gRPC's wording.
+func clientGone(text string) bool {
+	return strings.HasSuffix(text, statusToClosedConnection)
 }
 
 // Info logs at debug level (see GRPCLog).

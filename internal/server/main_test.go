@@ -4,6 +4,7 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"os"
 	"testing"
 
 	"github.com/tributary-dev/tributary/internal/grpctest"
@@ -11,12 +12,29 @@ import (
 	"go.uber.org/goleak"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/grpclog"
 )
 
 // TestMain fails the package if any test leaves a goroutine behind: every
-// server and connection a test opens must be closed.
+// server and connection a test opens must be closed. gRPC's own log goes
+// through grpcLog, as in the command, so a test can see what it logs (see
+// captureGRPCLog); otherwise only its errors reach the test's output, as
+// with gRPC's default logger.
 func TestMain(m *testing.M) {
+	grpcLog.Use(grpcErrorsOnly)
+	grpclog.SetLoggerV2(&grpcLog)
 	goleak.VerifyTestMain(m)
+}
+
+var (
+	grpcLog        GRPCLog
+	grpcErrorsOnly = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelError}))
+)
+
+// captureGRPCLog sends gRPC's own log to l until the test ends.
+func captureGRPCLog(t *testing.T, l *slog.Logger) {
+	grpcLog.Use(l)
+	t.Cleanup(func() { grpcLog.Use(grpcErrorsOnly) })
 }
 
 // serve runs s on lis until the test ends.

@@ -78,11 +78,12 @@ func (w *peerWarnings) allow(address string) (ok bool, suppressed int) {
 }
 
 // callLogger lets the logging interceptors write to l: warnings about a
-// client are rate limited per client (see peerWarnings), and the error a
-// line repeats is cut to maxLoggedErrorBytes.
+// client are rate limited per client (see peerWarnings), the error a line
+// repeats is cut to maxLoggedErrorBytes, and the routine calls of the
+// standard services go to debug (see standardService).
 func callLogger(l *slog.Logger, warnings *peerWarnings) logging.Logger {
 	return logging.LoggerFunc(func(ctx context.Context, level logging.Level, msg string, fields ...any) {
-		var peerAddress string
+		var peerAddress, service string
 		for i := 0; i+1 < len(fields); i += 2 {
 			switch fields[i] {
 			case "grpc.error":
@@ -91,7 +92,12 @@ func callLogger(l *slog.Logger, warnings *peerWarnings) logging.Logger {
 				}
 			case "peer.address":
 				peerAddress, _ = fields[i+1].(string)
+			case "grpc.service":
+				service, _ = fields[i+1].(string)
 			}
+		}
+		if level == logging.LevelInfo && standardService(service) {
+			level = logging.LevelDebug
 		}
 		if level == logging.LevelWarn && peerAddress != "" {
 			ok, suppressed := warnings.allow(peerAddress)

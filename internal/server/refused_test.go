@@ -50,7 +50,8 @@ func TestRefusedCallLogged(t *testing.T) {
 
 // TestGRPCLog: gRPC's start and stop chatter goes to debug, a connection it
 // refuses before any call to info with gRPC's reason, warnings and errors
-// keep their level.
+// keep their level but for a status it cannot write to a client that left
+// (see TestClientGoingAwayLoggedAtDebug for the real thing).
 func TestGRPCLog(t *testing.T) {
 	var log testproc.Buffer
 	var g GRPCLog
@@ -58,6 +59,10 @@ func TestGRPCLog(t *testing.T) {
 	g.Infof("[core] [Server #%d] Server created", 1)
 	g.Infoln("[core] [Server #1] grpc: Server.Serve failed to create ServerTransport: connection error: desc = \"transport: http2Server.HandleStreams received bogus greeting from client: \\\"junk\\\"\"")
 	g.Warningf("[core] something odd: %d", 7)
+	// A status that cannot reach a client that left is routine (debug); a
+	// status that fails otherwise is still a warning.
+	g.Warningln("[core] [Server #1] grpc: Server.processRPC failed to write status: connection error: desc = \"transport is closing\"")
+	g.Warningln("[core] [Server #1] grpc: Server.processRPC failed to write status: header list size to send violates the maximum size (1024 bytes) set by client")
 	g.Error("[core] something wrong")
 	if g.V(0) || g.V(2) {
 		t.Error("V reports verbose logging on")
@@ -66,6 +71,7 @@ func TestGRPCLog(t *testing.T) {
 	want := []string{
 		`level=INFO msg="refused a connection before any call" grpc.log="[core] [Server #1] grpc: Server.Serve failed to create ServerTransport: connection error: desc = \"transport: http2Server.HandleStreams received bogus greeting from client: \\\"junk\\\"\""`,
 		`level=WARN msg=grpc grpc.log="[core] something odd: 7"`,
+		`level=WARN msg=grpc grpc.log="[core] [Server #1] grpc: Server.processRPC failed to write status: header list size to send violates the maximum size (1024 bytes) set by client"`,
 		`level=ERROR msg=grpc grpc.log="[core] something wrong"`,
 	}
 	lines := strings.Split(strings.TrimSpace(log.String()), "\n")

@@ -10,12 +10,11 @@ import (
 	"context"
 	"log/slog"
 	"runtime/debug"
+	"strings"
 	"time"
 
-	"github.com/grpc-ecosystem/go-grpc-middleware/v2/interceptors"
 	"github.com/grpc-ecosystem/go-grpc-middleware/v2/interceptors/logging"
 	"github.com/grpc-ecosystem/go-grpc-middleware/v2/interceptors/recovery"
-	"github.com/grpc-ecosystem/go-grpc-middleware/v2/interceptors/selector"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials"
@@ -148,7 +147,8 @@ type Options struct {
 // standard health service (grpc.health.v1, SERVING for "" and for
 // tributary.v1.TranslationService) and server reflection (v1 and v1alpha,
 // which also describes the Envoy resource types inside the responses' Any
-// fields). Every call but health checks is logged when it ends; a panicking
+// fields). Every call is logged when it ends (health and reflection calls
+// at debug, see standardService); a panicking
 // handler becomes an Internal error, with the panic and its stack logged,
 // and the server keeps serving.
 //
@@ -200,7 +200,7 @@ func newGRPCServer(opts Options, translation tributaryv1.TranslationServiceServe
 		grpc.StatsHandler(admissionStats{codec: admission}),
 		grpc.ChainUnaryInterceptor(
 			reachedUnary,
-			selector.UnaryServerInterceptor(logging.UnaryServerInterceptor(callLogger(logger, warnings), logOnFinish, callLevels(opts.Draining)), selector.MatchFunc(worthLogging)),
+			logging.UnaryServerInterceptor(callLogger(logger, warnings), logOnFinish, callLevels(opts.Draining)),
 			unaryMetrics,
 			clientCodeUnary,
 			admitUnary,
@@ -209,7 +209,7 @@ func newGRPCServer(opts Options, translation tributaryv1.TranslationServiceServe
 		grpc.ChainStreamInterceptor(
 			reachedStream,
 			sessionIDs,
-			selector.StreamServerInterceptor(logging.StreamServerInterceptor(callLogger(logger, warnings), logOnFinish, callLevels(opts.Draining)), selector.MatchFunc(worthLogging)),
+			logging.StreamServerInterceptor(callLogger(logger, warnings), logOnFinish, callLevels(opts.Draining)),
 			streamMetrics,
 			clientCodeStream,
 			admitStream,
@@ -277,10 +277,14 @@ func callLevels(draining <-chan struct{}) logging.Option {
 	})
 }
 
-// worthLogging leaves health checks out of the call log: load balancers and
-// kubelets probe every few seconds, which would bury the translations.
-func worthLogging(_ context.Context, call interceptors.CallMeta) bool {
-	return call.Service != healthpb.Health_ServiceDesc.ServiceName
+// standardService reports whether service is one of the standard services
+// beside TranslationService: health, which load balancers and kubelets
+// probe every few seconds, and reflection, which grpcurl opens for every
+// command. Their routine calls would bury the translations in the call log,
+// so callLogger logs at debug what it would log at info for them; their
+// warnings and errors keep their level.
+func standardService(service string) bool {
+	return service == healthpb.Health_ServiceDesc.ServiceName || strings.HasPrefix(service, "grpc.reflection.")
 }
 
 // recoverPanic logs a handler's panic with its stack and answers Internal.

@@ -193,7 +193,8 @@ func TestMessageSizeLimits(t *testing.T) {
 }
 
 // TestCallLog: each call gives one log line when it ends, with its code
-// (a malformed request is a warning); health checks give none.
+// (a malformed request is a warning); health checks give none at info (see
+// TestStandardServicesLogAtDebug).
 func TestCallLog(t *testing.T) {
 	var logs testproc.Buffer
 	conn := dialBufconn(t, NewGRPCServer(Options{Logger: slog.New(slog.NewTextHandler(&logs, nil))}))
