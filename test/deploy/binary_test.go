@@ -218,6 +218,16 @@ func TestContainerArgsServe(t *testing.T) {
 				t.Fatalf("%s probe: %v", p.name, err)
 			}
 		}
+		// What Prometheus is told to scrape answers too.
+		paths := scrapePaths(t, objs)
+		if len(paths) == 0 {
+			t.Error("nothing tells Prometheus where to scrape")
+		}
+		for _, path := range paths {
+			if err := waitForOK("http://"+metrics+path, proc); err != nil {
+				t.Errorf("scrape of %s: %v", path, err)
+			}
+		}
 		// The TLS flags are in effect on both gRPC ports: Contour gets into
 		// the Sync port and Envoy into the xDS port, and where the
 		// Deployment sets allowlists, neither gets into the other's.

@@ -13,6 +13,7 @@ import (
 	"testing"
 
 	contourv1alpha1 "github.com/projectcontour/contour/apis/projectcontour/v1alpha1"
+	monitoringv1 "github.com/prometheus-operator/prometheus-operator/pkg/apis/monitoring/v1"
 	appsv1 "k8s.io/api/apps/v1"
 	autoscalingv2 "k8s.io/api/autoscaling/v2"
 	corev1 "k8s.io/api/core/v1"
@@ -46,6 +47,7 @@ var knownKinds = map[schema.GroupVersionKind]func() object{
 	networkingv1.SchemeGroupVersion.WithKind("NetworkPolicy"):            func() object { return &networkingv1.NetworkPolicy{} },
 	autoscalingv2.SchemeGroupVersion.WithKind("HorizontalPodAutoscaler"): func() object { return &autoscalingv2.HorizontalPodAutoscaler{} },
 	contourv1alpha1.GroupVersion.WithKind("ContourConfiguration"):        func() object { return &contourv1alpha1.ContourConfiguration{} },
+	monitoringv1.SchemeGroupVersion.WithKind("ServiceMonitor"):           func() object { return &monitoringv1.ServiceMonitor{} },
 }
 
 // kustomizations are the directories `kustomize build` must accept, with
@@ -55,6 +57,7 @@ var kustomizations = []struct {
 }{
 	{"base", "tributary"},
 	{"overlays/contour", "projectcontour"},
+	{"overlays/prometheus", "tributary"},
 }
 
 // manifestsDir is the repository's deploy/ folder, which holds the
@@ -205,6 +208,8 @@ func TestDecodeStrictRejects(t *testing.T) {
 		"field in wrong case": "apiVersion: v1\nkind: ServiceAccount\nmetadata: {name: x}\nautomountserviceaccounttoken: false\n",
 		"duplicate field":     "apiVersion: v1\nkind: ServiceAccount\nmetadata: {name: x}\nmetadata: {name: y}\n",
 		"wrong type":          "apiVersion: v1\nkind: ServiceAccount\nmetadata: {name: x}\nautomountServiceAccountToken: \"no\"\n",
+		"unknown ServiceMonitor field": "apiVersion: monitoring.coreos.com/v1\nkind: ServiceMonitor\nmetadata: {name: x}\n" +
+			"spec: {selector: {}, endpoints: [{port: metrics, scrapeInterval: 30s}]}\n",
 		"nested unknown field": "apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: x}\n" +
 			"spec: {template: {spec: {containers: [{name: c, securityContext: {readOnlyRootFS: true}}]}}}\n",
 	} {
