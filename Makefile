@@ -63,23 +63,34 @@ debian-packages: ## install protoc and Python gRPC from Debian if missing
 
 ## Code generation
 
-.PHONY: generate
-generate: $(BUF) $(PROTOC_GEN_ES) ## regenerate gen/ and client/node/gen/ from proto/
-	$(BUF) generate
+# API_DESCRIPTORS is proto/ as a FileDescriptorSet that keeps the comments
+# (source info), which server reflection serves (internal/apidocs). Only our
+# files: the ones they import are in the Go registry already. Options kept
+# only in source are left out, as they are from the code buf generates.
+API_DESCRIPTORS := internal/apidocs/tributary.binpb
+BUILD_API_DESCRIPTORS := $(BUF) build --as-file-descriptor-set --exclude-imports --exclude-source-retention-options -o
 
-# GENERATED lists every directory buf.gen.yaml writes. check-generated
-# regenerates into a scratch directory and compares each with the work tree,
-# so stale or hand-edited generated code fails without touching the tree
-# (Python's bytecode caches and gen/go's go.mod and go.sum aside).
-GENERATED := gen client/node/gen
+.PHONY: generate
+generate: $(BUF) $(PROTOC_GEN_ES) ## regenerate gen/, client/node/gen/ and internal/apidocs/tributary.binpb from proto/
+	$(BUF) generate
+	$(BUILD_API_DESCRIPTORS) $(API_DESCRIPTORS)
+
+# GENERATED lists every directory buf.gen.yaml writes, and API_DESCRIPTORS.
+# check-generated regenerates into a scratch directory and compares each with
+# the work tree, so stale or hand-edited generated code fails without
+# touching the tree (Python's bytecode caches and gen/go's go.mod and go.sum
+# aside).
+GENERATED := gen client/node/gen $(API_DESCRIPTORS)
 
 .PHONY: check-generated
-check-generated: $(BUF) $(PROTOC_GEN_ES) ## fail if gen/ or client/node/gen/ is not what proto/ generates
+check-generated: $(BUF) $(PROTOC_GEN_ES) ## fail if gen/, client/node/gen/ or internal/apidocs/tributary.binpb is not what proto/ generates
 	@scratch=$$(mktemp -d); trap 'rm -rf "$$scratch"' EXIT; \
 	$(BUF) generate --output "$$scratch"; \
+	mkdir -p "$$scratch/$(dir $(API_DESCRIPTORS))"; \
+	$(BUILD_API_DESCRIPTORS) "$$scratch/$(API_DESCRIPTORS)"; \
 	for dir in $(GENERATED); do \
 		if ! diff -r --exclude=__pycache__ --exclude=go.mod --exclude=go.sum "$$dir" "$$scratch/$$dir"; then \
-			echo "$$dir/ is stale: run 'make generate' and commit the result." >&2; exit 1; \
+			echo "$$dir is stale: run 'make generate' and commit the result." >&2; exit 1; \
 		fi; \
 	done; \
 	echo "$(GENERATED) match proto/"
