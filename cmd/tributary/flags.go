@@ -85,3 +85,15 @@ func (s *byteSize) Set(v string) error {
 	*s = byteSize(n)
 	return nil
 }
+
+// completeWords offers words as the completions of flag's value in the
+// shell completion scripts. The flag must exist: a misspelt name is a bug
+// caught by every test that builds the command.
+func completeWords(cmd *cobra.Command, flag string, words ...string) {
+	err := cmd.RegisterFlagCompletionFunc(flag, func(*cobra.Command, []string, string) ([]string, cobra.ShellCompDirective) {
+		return words, cobra.ShellCompDirectiveNoFileComp
+	})
+	if err != nil {
+		panic(err)
+	}
+}

@@ -66,6 +66,8 @@ Sizes are Kubernetes quantities: 64Mi, 1Gi, or a number of bytes.`,
 		"`host:port` to listen on; the loopback default keeps the unauthenticated service private to the host, use 0.0.0.0:8081 to serve every interface")
 	fs.StringVar(&f.logLevel, "log-level", "info", "log `level`: debug, info, warn or error")
 	fs.StringVar(&f.logFormat, "log-format", "text", "log `format`: text (logfmt-style key=value) or json (one object a line, for log collectors)")
+	completeWords(cmd, "log-level", "debug", "info", "warn", "error")
+	completeWords(cmd, "log-format", "text", "json")
 	fs.DurationVar(&f.shutdownTimeout, "shutdown-timeout", 10*time.Second, "how long in-flight calls may run after SIGTERM before connections are closed")
 	f.metrics = registerMetricsFlags(fs)
 	f.xds = registerXDSFlags(fs)

@@ -73,6 +73,7 @@ with -o json, the JSON the server answered.`,
 	fs.StringVar(&f.address, "metrics-address", defaultStatusAddress,
 		"`host:port` of the server's metrics listener (its --metrics-address; through kubectl port-forward, the local end)")
 	fs.StringVarP(&f.format, "output", "o", "table", "output `format`: table or json")
+	completeWords(cmd, "output", "table", "json")
 	fs.DurationVar(&f.timeout, "timeout", 10*time.Second, "how long to wait for the server's answer")
 	return cmd
 }

@@ -165,8 +165,9 @@ type Process struct {
 	stopped sync.Once
 }
 
-// servingLine is what `tributary serve` logs for each listener it opens.
-var servingLine = regexp.MustCompile(`msg="serving (gRPC|xDS|metrics)" address=(\S+)`)
+// servingLine is what `tributary serve` logs for each listener it opens,
+// with --log-format text (the default) or json.
+var servingLine = regexp.MustCompile(`msg="serving (gRPC|xDS|metrics)" address=(\S+)|"msg":"serving (gRPC|xDS|metrics)","address":"([^"]+)"`)
 
 // Start runs bin with args; see StartEnv.
 func Start(tb testing.TB, bin string, args ...string) *Process {
@@ -234,13 +235,15 @@ func (p *Process) awaitAddresses(tb testing.TB, xds, metrics bool) {
 	tb.Helper()
 	p.waitLog(tb, "the addresses it serves on", Guard, func(log string) bool {
 		for _, m := range servingLine.FindAllStringSubmatch(log, -1) {
-			switch m[1] {
+			// The text form fills the first two groups, JSON the last two.
+			listener, address := m[1]+m[3], m[2]+m[4]
+			switch listener {
 			case "gRPC":
-				p.Address = m[2]
+				p.Address = address
 			case "xDS":
-				p.XDSAddress = m[2]
+				p.XDSAddress = address
 			case "metrics":
-				p.MetricsAddress = m[2]
+				p.MetricsAddress = address
 			}
 		}
 		return p.Address != "" && (!xds || p.XDSAddress != "") && (!metrics || p.MetricsAddress != "")
