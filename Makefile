@@ -155,6 +155,18 @@ deploy-test: build bin/golangci-lint ## the manifests in deploy/ and the Dockerf
 	cd test/deploy && $(CURDIR)/bin/golangci-lint run --config $(CURDIR)/.golangci.yml ./...
 	cd test/deploy && TRIBUTARY_BIN=$(CURDIR)/bin/tributary $(GO) test -race -count=1 -timeout $(TEST_TIMEOUT) ./...
 
+# test-short is the edit-test loop: the unit, golden and in-process tests
+# of the service and the Go client, without the race detector and with
+# -short (which trims property and fuzz-seed sizes), skipping the end-to-end,
+# load and attack suites under test/ that start processes. `make test` stays
+# what CI runs.
+SHORT_TEST_PKGS := ./internal/... ./cmd/... ./examples/...
+
+.PHONY: test-short
+test-short: ## the quick loop: unit and golden tests, no -race, no test/ suites (CI runs make test)
+	$(GO) test -short -count=1 -timeout $(TEST_TIMEOUT) $(SHORT_TEST_PKGS)
+	cd client && $(GO) test -short -count=1 -timeout $(TEST_TIMEOUT) ./...
+
 .PHONY: test
 test: tools ## everything CI checks: check-generated, vet, lint, go-test, node-test, python-test, deploy-test
 	$(call stage,check-generated)
@@ -171,9 +183,18 @@ test: tools ## everything CI checks: check-generated, vet, lint, go-test, node-t
 build: ## build bin/tributary
 	$(GO) build -o bin/tributary ./cmd/tributary
 
+# run serves everything the README walks through from one process, on
+# loopback only: the API on 127.0.0.1:8081 (serve's default), xDS on
+# 127.0.0.1:18000 and metrics on 127.0.0.1:9090. ARGS adds flags; RUN_ARGS=
+# leaves serve on its defaults alone. The shell execs the server, so it is
+# make's own child: Ctrl-C reaches it with the terminal's process group,
+# and GNU make passes a SIGTERM sent to make on to it; either way it drains
+# and stops, and no server is left behind holding the ports.
+RUN_ARGS ?= --xds-address 127.0.0.1:18000 --metrics-address 127.0.0.1:9090
+
 .PHONY: run
-run: ## run the server: go run ./cmd/tributary serve $(ARGS)
-	$(GO) run ./cmd/tributary serve $(ARGS)
+run: build ## build and run the server: API 127.0.0.1:8081, xDS :18000, metrics :9090 (ARGS adds flags)
+	exec bin/tributary serve $(RUN_ARGS) $(ARGS)
 
 ## Performance and fuzzing
 

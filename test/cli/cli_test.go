@@ -8,9 +8,11 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"syscall"
 	"testing"
@@ -160,5 +162,29 @@ func TestServeJSONLogs(t *testing.T) {
 	}
 	if want := []string{"INFO serving gRPC", "INFO shutting down", "INFO stopped"}; strings.Join(msgs, "\n") != strings.Join(want, "\n") {
 		t.Errorf("log records:\n%s\nwant:\n%s", strings.Join(msgs, "\n"), strings.Join(want, "\n"))
+	}
+}
+
+// TestMakeRunStopsOnSignal: `make run` leaves no server behind when make
+// itself is stopped, as a developer's kill of its PID or an IDE's stop
+// button does: the server drains and the port is free again.
+func TestMakeRunStopsOnSignal(t *testing.T) {
+	if _, err := exec.LookPath("make"); err != nil {
+		t.Skip("make is not installed")
+	}
+	root, err := filepath.Abs("../..")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := testproc.Start(t, "make", "--no-print-directory", "-C", root, "run", "RUN_ARGS=", "ARGS=--address 127.0.0.1:0")
+	address := p.WaitLog(t, regexp.MustCompile(`msg="serving gRPC" address=(\S+)`), testproc.Guard)[1]
+	p.Signal(t, syscall.SIGTERM)
+	p.Wait(t, testproc.Guard)
+	if !strings.Contains(p.Log(), "msg=stopped") {
+		t.Errorf("the server did not drain and stop; its log:\n%s", p.Log())
+	}
+	if conn, err := net.Dial("tcp", address); err == nil {
+		_ = conn.Close()
+		t.Errorf("%s still accepts connections after make was stopped", address)
 	}
 }
