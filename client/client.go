@@ -1,9 +1,10 @@
 // Package client is a small Go client for TranslationService: it calls
 // Translate and hands back typed Envoy resources instead of Any values.
 //
-// Use it over any connection, for example:
+// Use it over any connection, for example to a server on the default
+// address of tributary serve:
 //
-//	conn, err := grpc.NewClient("localhost:8080", grpc.WithTransportCredentials(insecure.NewCredentials()))
+//	conn, err := grpc.NewClient("127.0.0.1:8081", grpc.WithTransportCredentials(insecure.NewCredentials()))
 //	...
 //	tr, err := client.New(conn).Translate(ctx, req)
 package client
