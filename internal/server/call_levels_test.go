@@ -14,7 +14,6 @@ import (
 	"google.golang.org/grpc/codes"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 	reflectionpb "google.golang.org/grpc/reflection/grpc_reflection_v1"
-	reflectionalphapb "google.golang.org/grpc/reflection/grpc_reflection_v1alpha"
 	"google.golang.org/grpc/stats"
 	"google.golang.org/grpc/status"
 
@@ -156,11 +155,9 @@ func TestStandardServicesLogAtDebug(t *testing.T) {
 	}
 	drainReflection(t, v1, &reflectionpb.ServerReflectionRequest{MessageRequest: &reflectionpb.ServerReflectionRequest_ListServices{}})
 	<-events.ended
-	v1alpha, err := reflectionalphapb.NewServerReflectionClient(conn).ServerReflectionInfo(t.Context())
-	if err != nil {
-		t.Fatal(err)
-	}
-	drainReflection(t, v1alpha, &reflectionalphapb.ServerReflectionRequest{MessageRequest: &reflectionalphapb.ServerReflectionRequest_ListServices{}})
+	// v1alpha's messages are v1's on the wire; its Go types are deprecated.
+	v1alpha := rawCall(t.Context(), t, conn, "/grpc.reflection.v1alpha.ServerReflection/ServerReflectionInfo")
+	drainReflection(t, v1alpha, &reflectionpb.ServerReflectionRequest{MessageRequest: &reflectionpb.ServerReflectionRequest_ListServices{}})
 	<-events.ended
 
 	// Two requests on Watch, which takes one: gRPC fails the call with
@@ -193,16 +190,16 @@ func TestStandardServicesLogAtDebug(t *testing.T) {
 
 // drainReflection sends req on a reflection stream, half-closes it and
 // reads to its end, as a client that is done does.
-func drainReflection[Req, Resp any](t *testing.T, stream grpc.BidiStreamingClient[Req, Resp], req *Req) {
+func drainReflection(t *testing.T, stream grpc.ClientStream, req *reflectionpb.ServerReflectionRequest) {
 	t.Helper()
-	if err := stream.Send(req); err != nil {
+	if err := stream.SendMsg(req); err != nil {
 		t.Fatal(err)
 	}
 	if err := stream.CloseSend(); err != nil {
 		t.Fatal(err)
 	}
 	for {
-		if _, err := stream.Recv(); errors.Is(err, io.EOF) {
+		if err := stream.RecvMsg(new(reflectionpb.ServerReflectionResponse)); errors.Is(err, io.EOF) {
 			return
 		} else if err != nil {
 			t.Fatal(err)
