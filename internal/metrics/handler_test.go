@@ -4,6 +4,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -100,5 +101,66 @@ func TestHandlerExtraRoutes(t *testing.T) {
 		if code, body := testproc.Get(t, base+tc.path); code != tc.wantCode || body != tc.wantBody {
 			t.Errorf("%s: %d %q, want %d %q", tc.path, code, body, tc.wantCode, tc.wantBody)
 		}
+	}
+}
+
+// serveHandler serves h on a loopback port until the test ends and returns
+// its base URL.
+func serveHandler(t *testing.T, h http.Handler) string {
+	t.Helper()
+	lis, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := &http.Server{Handler: h, ReadHeaderTimeout: time.Minute}
+	go func() { _ = srv.Serve(lis) }()
+	t.Cleanup(func() { _ = srv.Close() })
+	return "http://" + lis.Addr().String()
+}
+
+// TestPprofRoutes: without PprofRoutes the metrics port serves no
+// profiling endpoint; with them it serves the index, the command line and
+// each named profile.
+func TestPprofRoutes(t *testing.T) {
+	m := metrics.New()
+	off := serveHandler(t, m.Handler())
+	for _, path := range []string{"/debug/pprof/", "/debug/pprof/cmdline", "/debug/pprof/heap", "/debug/pprof/symbol"} {
+		if code, body := testproc.Get(t, off+path); code != http.StatusNotFound || body != "404 page not found\n" {
+			t.Errorf("off: %s: %d %q, want 404", path, code, body)
+		}
+	}
+
+	on := serveHandler(t, m.Handler(metrics.PprofRoutes()...))
+	code, index := testproc.Get(t, on+"/debug/pprof/")
+	if code != http.StatusOK {
+		t.Errorf("on: /debug/pprof/: %d, want 200", code)
+	}
+	for _, want := range []string{"<title>/debug/pprof/</title>", "<a href='cmdline?debug=1'>cmdline</a>", "<a href='goroutine?debug=1'>goroutine</a>"} {
+		if !strings.Contains(index, want) {
+			t.Errorf("on: /debug/pprof/ lacks %s:\n%s", want, index)
+		}
+	}
+	if code, body := testproc.Get(t, on+"/debug/pprof/cmdline"); code != http.StatusOK || body != strings.Join(os.Args, "\x00") {
+		t.Errorf("on: /debug/pprof/cmdline: %d %q, want 200 %q", code, body, strings.Join(os.Args, "\x00"))
+	}
+	if code, body := testproc.Get(t, on+"/debug/pprof/goroutine?debug=1"); code != http.StatusOK || !strings.HasPrefix(body, "goroutine profile: total ") {
+		t.Errorf("on: /debug/pprof/goroutine?debug=1: %d %.40q, want 200 and a goroutine profile", code, body)
+	}
+	if code, body := testproc.Get(t, on+"/debug/pprof/symbol"); code != http.StatusOK || body != "num_symbols: 1\n" {
+		t.Errorf("on: /debug/pprof/symbol: %d %q, want 200 \"num_symbols: 1\\n\"", code, body)
+	}
+	// go tool pprof asks for symbols with POST.
+	resp, err := http.Post(on+"/debug/pprof/symbol", "text/plain", strings.NewReader(""))
+	if err != nil {
+		t.Fatal(err)
+	}
+	posted, err := io.ReadAll(resp.Body)
+	_ = resp.Body.Close()
+	if err != nil || resp.StatusCode != http.StatusOK || string(posted) != "num_symbols: 1\n" {
+		t.Errorf("on: POST /debug/pprof/symbol: %d %q %v, want 200 \"num_symbols: 1\\n\"", resp.StatusCode, posted, err)
+	}
+	// The metrics and probes are where they were.
+	if code, body := testproc.Get(t, on+"/healthz"); code != http.StatusOK || body != "ok\n" {
+		t.Errorf("on: /healthz: %d %q", code, body)
 	}
 }

@@ -2,6 +2,7 @@ package metrics
 
 import (
 	"net/http"
+	"net/http/pprof"
 	"sync/atomic"
 
 	"github.com/prometheus/client_golang/prometheus/promhttp"
@@ -68,6 +69,30 @@ type Route struct {
 	// Pattern is an http.ServeMux pattern, such as "GET /debug/xds".
 	Pattern string
 	Handler http.Handler
+}
+
+// PprofRoutes are Go's profiling endpoints (net/http/pprof) under
+// /debug/pprof/, for Handler's extra routes: the index at /debug/pprof/,
+// every runtime profile by name below it (heap, goroutine, allocs, block,
+// mutex, threadcreate; ?debug=1 for text), and cmdline, profile (CPU, for
+// ?seconds=N), symbol and trace. They are off unless a caller passes them
+// (the command's --enable-pprof): a CPU profile or trace costs the process
+// while it runs, and the command line and profiles tell whoever can reach
+// the port a lot about it.
+//
+// Importing net/http/pprof also registers these on http.DefaultServeMux,
+// which nothing in Tributary serves.
+func PprofRoutes() []Route {
+	return []Route{
+		// The index also serves each named profile: /debug/pprof/heap.
+		{Pattern: "GET /debug/pprof/", Handler: http.HandlerFunc(pprof.Index)},
+		{Pattern: "GET /debug/pprof/cmdline", Handler: http.HandlerFunc(pprof.Cmdline)},
+		{Pattern: "GET /debug/pprof/profile", Handler: http.HandlerFunc(pprof.Profile)},
+		// go tool pprof looks symbols up with POST as well as GET.
+		{Pattern: "GET /debug/pprof/symbol", Handler: http.HandlerFunc(pprof.Symbol)},
+		{Pattern: "POST /debug/pprof/symbol", Handler: http.HandlerFunc(pprof.Symbol)},
+		{Pattern: "GET /debug/pprof/trace", Handler: http.HandlerFunc(pprof.Trace)},
+	}
 }
 
 func writeProbe(w http.ResponseWriter, code int, body string) {

@@ -76,6 +76,8 @@ type Metrics struct {
 	xdsStreams          *prometheus.GaugeVec
 	xdsChangeToSend     *prometheus.HistogramVec
 	xdsSendToAck        *prometheus.HistogramVec
+	buildInfo           *prometheus.GaugeVec
+	certificateExpiry   *prometheus.GaugeVec
 
 	probes probes
 }
@@ -129,6 +131,19 @@ func New() *Metrics {
 			Help:    "Time from an xDS response being sent to the client accepting it (ACK), by resource type.",
 			Buckets: xdsLatencyBuckets,
 		}, []string{"type"}),
+		// The *_build_info convention: a gauge that is always 1, whose
+		// labels say what runs, so a query can join them onto any other
+		// series (count by (version) shows a rollout's progress).
+		buildInfo: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "tributary_build_info",
+			Help: "Always 1; the labels say which build of Tributary runs: its version, its VCS revision and the Go version it was built with.",
+		}, []string{"version", "revision", "go_version"}),
+		// A Unix time in seconds, hence _timestamp_seconds: time() minus it
+		// is how long is left, whatever the certificate's lifetime.
+		certificateExpiry: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "tributary_tls_certificate_expiry_timestamp_seconds",
+			Help: "When the certificate a listener serves now expires (its NotAfter), in seconds since the Unix epoch, by listener (grpc, xds); updated whenever the certificate is reloaded.",
+		}, []string{"listener"}),
 	}
 	m.registry.MustRegister(
 		m.grpc,
@@ -137,6 +152,7 @@ func New() *Metrics {
 		m.sessionsActive, m.sessionObjects, m.translationDuration,
 		m.resourcesSent, m.deltasCoalesced, m.batchesRejected, m.nacks,
 		m.xdsStreams, m.xdsChangeToSend, m.xdsSendToAck,
+		m.buildInfo, m.certificateExpiry,
 	)
 	// Series that exist before their first event, so a dashboard shows 0
 	// rather than no data and rate() sees the first increment.
@@ -301,6 +317,30 @@ func (m *Metrics) ObserveXDSSendToAck(typeURL string, d time.Duration) {
 		return
 	}
 	m.xdsSendToAck.WithLabelValues(TypeLabel(typeURL)).Observe(d.Seconds())
+}
+
+// SetBuildInfo makes tributary_build_info describe the running build:
+// version and revision as the binary was stamped (see the version
+// command), goVersion as runtime.Version() reports it. The series of an
+// earlier call goes, so there is always at most one.
+func (m *Metrics) SetBuildInfo(version, revision, goVersion string) {
+	if m == nil {
+		return
+	}
+	m.buildInfo.Reset()
+	m.buildInfo.WithLabelValues(version, revision, goVersion).Set(1)
+}
+
+// SetCertificateExpiry records that the certificate listener (such as
+// "grpc" or "xds") serves now expires at notAfter. Call it on every load of
+// the certificate, the first and each reload: the series then follows the
+// certificate that new handshakes get. A listener serving plaintext has no
+// series.
+func (m *Metrics) SetCertificateExpiry(listener string, notAfter time.Time) {
+	if m == nil {
+		return
+	}
+	m.certificateExpiry.WithLabelValues(listener).Set(float64(notAfter.Unix()))
 }
 
 // TypeLabel is the type label of a resource type URL: its message name,
