@@ -148,9 +148,8 @@ type Options struct {
 // tributary.v1.TranslationService) and server reflection (v1 and v1alpha,
 // which also describes the Envoy resource types inside the responses' Any
 // fields). Every call is logged when it ends (health and reflection calls
-// at debug, see standardService); a panicking
-// handler becomes an Internal error, with the panic and its stack logged,
-// and the server keeps serving.
+// at debug, see standardService); a panicking handler becomes an Internal
+// error, with the panic and its stack logged, and the server keeps serving.
 //
 // The caller owns the server: Serve it on a listener, then stop it. Health
 // Watch and reflection streams stay open until their clients leave, so bound
