@@ -26,8 +26,9 @@ var mayImport = map[string][]string{
 	"internal/metrics":   nil,
 	"internal/manifest":  nil,
 	"internal/tlsfiles":  nil,
+	"internal/apidocs":   nil,
 	"internal/server": {
-		"gen/go/tributary/v1", "internal/metrics", "internal/model", "internal/session",
+		"gen/go/tributary/v1", "internal/apidocs", "internal/metrics", "internal/model", "internal/session",
 		"internal/source", "internal/translate", "internal/xds",
 	},
 	"cmd/tributary": {
