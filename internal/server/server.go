@@ -21,11 +21,11 @@ import (
 	"google.golang.org/grpc/health"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 	"google.golang.org/grpc/keepalive"
-	"google.golang.org/grpc/reflection"
 	"google.golang.org/grpc/stats"
 	"google.golang.org/grpc/status"
 
 	tributaryv1 "github.com/tributary-dev/tributary/gen/go/tributary/v1"
+	"github.com/tributary-dev/tributary/internal/apidocs"
 	"github.com/tributary-dev/tributary/internal/metrics"
 	"github.com/tributary-dev/tributary/internal/source"
 	"github.com/tributary-dev/tributary/internal/xds"
@@ -229,7 +229,7 @@ func newGRPCServer(opts Options, translation tributaryv1.TranslationServiceServe
 	healthServer.SetServingStatus(tributaryv1.TranslationService_ServiceDesc.ServiceName, healthpb.HealthCheckResponse_SERVING)
 	healthpb.RegisterHealthServer(s, healthServer)
 
-	reflection.Register(s)
+	apidocs.RegisterReflection(s)
 	opts.Metrics.InitializeGRPC(s)
 	opts.Metrics.InitializeSessionObjects(sessionKindNames()...)
 	return s
