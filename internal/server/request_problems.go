@@ -33,8 +33,11 @@ func (p *problems) record(field, reason, message string) {
 // message names the first problem and counts the others.
 func (p *problems) message() string {
 	msg := p.violations[0].Description
-	if p.count > 1 {
-		msg += fmt.Sprintf(" (and %d more problems)", p.count-1)
+	switch more := p.count - 1; {
+	case more == 1:
+		msg += " (and 1 more problem)"
+	case more > 1:
+		msg += fmt.Sprintf(" (and %d more problems)", more)
 	}
 	return msg
 }

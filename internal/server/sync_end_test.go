@@ -33,7 +33,7 @@ func TestSyncStreamErrors(t *testing.T) {
 	})
 	t.Run("malformed settings", func(t *testing.T) {
 		c := openSync(t.Context(), t, conn, &tributaryv1.Settings{ConnectTimeout: "-1s", ClientCertificate: "nope"})
-		checkInvalidArgument(t, c.end(), `start.settings.connectTimeout "-1s" is negative (and 1 more problems)`, []violation{
+		checkInvalidArgument(t, c.end(), `start.settings.connectTimeout "-1s" is negative (and 1 more problem)`, []violation{
 			{"start.settings.connectTimeout", ReasonOutOfRange, `start.settings.connectTimeout "-1s" is negative`},
 			{"start.settings.clientCertificate", ReasonInvalidFormat, `start.settings.clientCertificate "nope" is not "namespace/name"`},
 		})
