@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"io"
 	"os"
 	"path/filepath"
@@ -10,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	"google.golang.org/genproto/googleapis/rpc/errdetails"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials/insecure"
@@ -127,7 +129,15 @@ func TestTranslateOutput(t *testing.T) {
 	if first.code != 0 || first.stderr != "" {
 		t.Fatalf("exit %d, stderr:\n%s", first.code, first.stderr)
 	}
-	if !strings.HasPrefix(first.stdout, "{\n  \"clusters\": [\n    {\n      \"name\": \"extension/auth/ext-authz\",") {
+	const wantStart = `{
+  "configDump": {
+    "configs": [
+      {
+        "@type": "type.googleapis.com/envoy.admin.v3.ClustersConfigDump",
+        "dynamicActiveClusters": [
+          {
+            "versionInfo": "`
+	if !strings.HasPrefix(first.stdout, wantStart) {
 		t.Errorf("JSON is not indented as expected:\n%s", first.stdout)
 	}
 	for range 3 {
@@ -163,11 +173,172 @@ func TestTranslateOutput(t *testing.T) {
 	}
 }
 
+// TestTranslateExamplesDirectory: the repository's examples directory,
+// read as kubectl reads one (not recursively), translates to what its one
+// manifest file does.
+func TestTranslateExamplesDirectory(t *testing.T) {
+	dir := runCmd(t, "", "translate", "-f", filepath.Dir(example))
+	file := runCmd(t, "", "translate", "-f", example)
+	if dir.code != 0 || dir.stderr != "" {
+		t.Fatalf("exit %d, stderr:\n%s", dir.code, dir.stderr)
+	}
+	if dir.stdout != file.stdout {
+		t.Errorf("-f examples/ differs from -f %s (-file +directory):\n%s", example, cmp.Diff(file.stdout, dir.stdout))
+	}
+}
+
 func TestTranslateEmpty(t *testing.T) {
 	got := runCmd(t, "# nothing to translate\n", "translate", "-f", "-")
-	want := "{\n  \"clusters\": [],\n  \"clusterLoadAssignments\": [],\n  \"statuses\": []\n}\n"
+	const want = `{
+  "configDump": {
+    "configs": [
+      {
+        "@type": "type.googleapis.com/envoy.admin.v3.ClustersConfigDump"
+      },
+      {
+        "@type": "type.googleapis.com/envoy.admin.v3.EndpointsConfigDump"
+      }
+    ]
+  },
+  "statuses": {
+    "apiVersion": "v1",
+    "kind": "List",
+    "items": []
+  }
+}
+`
 	if got.code != 0 || got.stdout != want {
 		t.Errorf("exit %d, stdout:\n%s\nwant:\n%s", got.code, got.stdout, want)
+	}
+}
+
+// TestTranslateTypes: --type cluster and endpoint print the configDump of
+// --type all with only their section, --type status its statuses, each
+// under its singular and its plural; any other value is a usage error.
+func TestTranslateTypes(t *testing.T) {
+	all := runCmd(t, "", "translate", "-f", example)
+	if all.code != 0 {
+		t.Fatalf("exit %d, stderr:\n%s", all.code, all.stderr)
+	}
+	var parts struct {
+		ConfigDump struct {
+			Configs []json.RawMessage `json:"configs"`
+		} `json:"configDump"`
+		Statuses json.RawMessage `json:"statuses"`
+	}
+	if err := json.Unmarshal([]byte(all.stdout), &parts); err != nil || len(parts.ConfigDump.Configs) != 2 {
+		t.Fatalf("--type all: %v, %d configs:\n%s", err, len(parts.ConfigDump.Configs), all.stdout)
+	}
+	configDumpOf := func(section json.RawMessage) string {
+		out, err := indentedJSON(map[string][]json.RawMessage{"configs": {section}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return string(out)
+	}
+	statuses, err := indentedJSON(parts.Statuses)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const wantStatuses = `{
+  "apiVersion": "v1",
+  "kind": "List",
+  "items": [
+    {
+      "apiVersion": "projectcontour.io/v1alpha1",
+      "kind": "ExtensionService",
+      "metadata": {
+        "name": "ext-authz",
+        "namespace": "auth"
+      },
+      "status": {
+        "conditions": [
+          {
+            "type": "Valid",
+            "status": "True",
+            "observedGeneration": 0,
+            "reason": "Valid",
+            "message": "Valid ExtensionService"
+          }
+        ]
+      }
+    }
+  ]
+}
+`
+	if string(statuses) != wantStatuses {
+		t.Errorf("statuses of --type all (-want +got):\n%s", cmp.Diff(wantStatuses, string(statuses)))
+	}
+	for _, tc := range []struct {
+		types []string
+		want  string
+		what  outputType
+	}{
+		{[]string{"all"}, all.stdout, outputAll},
+		{[]string{"cluster", "clusters"}, configDumpOf(parts.ConfigDump.Configs[0]), outputCluster},
+		{[]string{"endpoint", "endpoints"}, configDumpOf(parts.ConfigDump.Configs[1]), outputEndpoint},
+		{[]string{"status", "statuses"}, wantStatuses, outputStatus},
+	} {
+		for _, typ := range tc.types {
+			got := runCmd(t, "", "translate", "-f", example, "--type", typ)
+			if got.code != 0 || got.stderr != "" || got.stdout != tc.want {
+				t.Errorf("--type %s: exit %d, stderr %q, stdout (-want +got):\n%s", typ, got.code, got.stderr, cmp.Diff(tc.want, got.stdout))
+			}
+			if tc.what == outputCluster || tc.what == outputEndpoint {
+				dump := decodeConfigDump(t, []byte(got.stdout), tc.what)
+				if len(dump.clusters)+len(dump.loadAssignments) != 1 {
+					t.Errorf("--type %s: %d Clusters and %d ClusterLoadAssignments, want one of the type", typ, len(dump.clusters), len(dump.loadAssignments))
+				}
+			}
+		}
+	}
+
+	bad := runCmd(t, "", "translate", "-f", example, "--type", "listeners")
+	const wantBad = "error: invalid --type \"listeners\": want all, cluster, endpoint or status\nRun 'tributary translate --help' for usage.\n"
+	if bad.code != 2 || bad.stdout != "" || bad.stderr != wantBad {
+		t.Errorf("--type listeners: exit %d, stdout %q, stderr %q; want exit 2, stderr %q", bad.code, bad.stdout, bad.stderr, wantBad)
+	}
+}
+
+// TestTranslateFailOnInvalid: with --fail-on-invalid the output is printed
+// all the same, then each invalid ExtensionService gets one line on stderr
+// (several errors of one joined by "; ") and the exit code is 1; valid
+// input exits 0 and prints nothing on stderr.
+func TestTranslateFailOnInvalid(t *testing.T) {
+	invalid := writeTemp(t, "invalid.yaml", `apiVersion: projectcontour.io/v1alpha1
+kind: ExtensionService
+metadata: {namespace: auth, name: missing-service}
+spec:
+  services:
+  - {name: absent, port: 9001}
+---
+apiVersion: projectcontour.io/v1alpha1
+kind: ExtensionService
+metadata: {namespace: auth, name: two-errors}
+spec:
+  services:
+  - {name: gone, port: 9001}
+  timeoutPolicy: {response: soon}
+`)
+	args := []string{"translate", "-f", example, "-f", invalid}
+	without := runCmd(t, "", args...)
+	if without.code != 0 || without.stderr != "" {
+		t.Fatalf("without --fail-on-invalid: exit %d, stderr:\n%s", without.code, without.stderr)
+	}
+	got := runCmd(t, "", append(args, "--fail-on-invalid")...)
+	const wantStderr = `error: ExtensionService "auth/missing-service" is invalid: ServiceUnresolvedReference: unresolved service "auth/absent": service "auth/absent" not found
+error: ExtensionService "auth/two-errors" is invalid: TimeoutPolicyNotValid: spec.timeoutPolicy failed to parse: error parsing response timeout: unable to parse timeout string "soon": time: invalid duration "soon"; ServiceUnresolvedReference: unresolved service "auth/gone": service "auth/gone" not found
+`
+	if got.code != 1 || got.stderr != wantStderr {
+		t.Errorf("exit %d, stderr:\n%s\nwant exit 1, stderr:\n%s", got.code, got.stderr, wantStderr)
+	}
+	if got.stdout != without.stdout {
+		t.Errorf("--fail-on-invalid changed the output (-without +with):\n%s", cmp.Diff(without.stdout, got.stdout))
+	}
+
+	valid := runCmd(t, "", "translate", "-f", example, "--fail-on-invalid", "--type", "status")
+	if valid.code != 0 || valid.stderr != "" || !strings.Contains(valid.stdout, `"status": "True"`) {
+		t.Errorf("valid input: exit %d, stderr %q, stdout:\n%s", valid.code, valid.stderr, valid.stdout)
 	}
 }
 
@@ -178,11 +349,11 @@ func TestTranslateErrors(t *testing.T) {
 		args       []string
 		wantStderr string
 	}{
-		"missing input": {[]string{"-f", missing}, "tributary translate: stat " + missing + ": no such file or directory\n"},
+		"missing input": {[]string{"-f", missing}, "error: stat " + missing + ": no such file or directory\n"},
 		"missing settings": {[]string{"-f", example, "--settings", missing},
-			"tributary translate: open " + missing + ": no such file or directory\n"},
+			"error: open " + missing + ": no such file or directory\n"},
 		"unknown setting": {[]string{"-f", example, "--settings", badSettings},
-			"tributary translate: " + badSettings + ": unknown field \"upstreamTLS.minimumVersion\"\n"},
+			"error: " + badSettings + ": unknown field \"upstreamTLS.minimumVersion\"\n"},
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
@@ -194,34 +365,73 @@ func TestTranslateErrors(t *testing.T) {
 	}
 }
 
+// TestDescribeServiceError: a service error reads in the user's terms:
+// every objects[N], in the message, in a field or inside a description
+// (as a duplicate names the first object), becomes the position object N
+// was read from.
 func TestDescribeServiceError(t *testing.T) {
-	positions := []manifest.Position{{Path: "a.yaml", Document: 1, Item: -1}}
+	positions := []manifest.Position{
+		{Path: "a.yaml", Document: 1, Item: -1},
+		{Path: "a.yaml", Document: 2, Item: -1},
+		{Path: "list.yaml", Document: 1, Item: 3},
+	}
+	badRequest := func(msg string, violations ...*errdetails.BadRequest_FieldViolation) error {
+		st, err := status.New(codes.InvalidArgument, msg).WithDetails(&errdetails.BadRequest{FieldViolations: violations})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return st.Err()
+	}
 	tests := map[string]struct {
 		err  error
 		want string
 	}{
-		"not a status": {io.ErrUnexpectedEOF, "tributary translate: unexpected EOF\n"},
+		"not a status": {io.ErrUnexpectedEOF, "unexpected EOF"},
 		"other code": {status.Error(codes.Internal, "internal error"),
-			"tributary translate: translation failed (Internal): internal error\n"},
-		"InvalidArgument without details": {status.Error(codes.InvalidArgument, "bad"),
-			"tributary translate: invalid input: bad\n"},
+			"translation failed (Internal): internal error"},
+		"InvalidArgument without details": {status.Error(codes.InvalidArgument, "objects[1] (Service): metadata.namespace is required"),
+			"invalid input: a.yaml: document 2 (Service): metadata.namespace is required"},
+		"violations": {
+			badRequest(`objects[2] (ExtensionService "auth/x"): metadata.name duplicates objects[0]: two ExtensionServices have the same namespace and name (and 2 more problems)`,
+				&errdetails.BadRequest_FieldViolation{
+					Field:       "objects[2].extension_service.metadata.name",
+					Description: `objects[2] (ExtensionService "auth/x"): metadata.name duplicates objects[0]: two ExtensionServices have the same namespace and name`,
+				},
+				&errdetails.BadRequest_FieldViolation{Field: "settings.connectTimeout", Description: `settings.connectTimeout: time: invalid duration "soon"`},
+				&errdetails.BadRequest_FieldViolation{Field: "objects[1].service.spec", Description: "spec is required"},
+			),
+			`invalid input: list.yaml: document 1: items[3] (ExtensionService "auth/x"): metadata.name duplicates a.yaml: document 1: two ExtensionServices have the same namespace and name (and 2 more problems)
+  list.yaml: document 1: items[3] (ExtensionService "auth/x"): metadata.name duplicates a.yaml: document 1: two ExtensionServices have the same namespace and name
+  s.yaml: settings.connectTimeout: time: invalid duration "soon"
+  a.yaml: document 2: spec is required`},
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
-			if got := describeServiceError(tc.err, positions, ""); got != tc.want {
-				t.Errorf("got %q, want %q", got, tc.want)
+			if got := describeServiceError(tc.err, positions, "s.yaml"); got != tc.want {
+				t.Errorf("got:\n%s\nwant:\n%s", got, tc.want)
 			}
 		})
 	}
+}
+
+// TestViolationSource: a violation is led by the position of its object or
+// by the settings file; a field of neither, or an index past the request's
+// objects, gets no lead.
+func TestViolationSource(t *testing.T) {
+	positions := []manifest.Position{{Path: "a.yaml", Document: 1, Item: -1}}
 	for field, want := range map[string]string{
 		"objects[0].service.metadata.name": "a.yaml: document 1: ",
 		"objects[1].service.metadata.name": "",
 		"settings.connectTimeout":          "s.yaml: ",
+		"settings":                         "s.yaml: ",
 		"settingsX":                        "",
 	} {
 		if got := violationSource(field, positions, "s.yaml"); got != want {
 			t.Errorf("violationSource(%q) = %q, want %q", field, got, want)
 		}
+	}
+	if got := violationSource("settings.connectTimeout", positions, ""); got != "" {
+		t.Errorf("without a settings file, violationSource = %q, want none", got)
 	}
 }
 

@@ -4,7 +4,9 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"strings"
 
+	adminv3 "github.com/envoyproxy/go-control-plane/envoy/admin/v3"
 	clusterv3 "github.com/envoyproxy/go-control-plane/envoy/config/cluster/v3"
 	endpointv3 "github.com/envoyproxy/go-control-plane/envoy/config/endpoint/v3"
 
@@ -14,33 +16,109 @@ import (
 	_ "github.com/envoyproxy/go-control-plane/envoy/extensions/upstreams/http/v3"
 	"google.golang.org/protobuf/encoding/protojson"
 	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/types/known/anypb"
 	"sigs.k8s.io/yaml"
 
 	tributaryv1 "github.com/tributary-dev/tributary/gen/go/tributary/v1"
 )
 
-// translation is what `tributary translate` prints. Lists are never null,
-// so scripts can index them without checking.
+// outputType is what --type selects.
+type outputType string
+
+const (
+	outputAll      outputType = "all"
+	outputCluster  outputType = "cluster"
+	outputEndpoint outputType = "endpoint"
+	outputStatus   outputType = "status"
+)
+
+// outputTypes maps every spelling --type accepts to what it selects: the
+// singular, and the plural kubectl users type out of habit.
+var outputTypes = map[string]outputType{
+	"all":       outputAll,
+	"cluster":   outputCluster,
+	"clusters":  outputCluster,
+	"endpoint":  outputEndpoint,
+	"endpoints": outputEndpoint,
+	"status":    outputStatus,
+	"statuses":  outputStatus,
+}
+
+// outputTypeChoices lists the --type values for help and errors.
+const outputTypeChoices = "all, cluster, endpoint or status"
+
+// parseOutputType reads --type.
+func parseOutputType(s string) (outputType, error) {
+	if t, ok := outputTypes[s]; ok {
+		return t, nil
+	}
+	return "", usageErrorf("invalid --type %q: want %s", s, outputTypeChoices)
+}
+
+// The shapes `tributary translate` prints follow what tools already read
+// rather than a format of Tributary's own:
+//
+//   - Envoy resources are an envoy.admin.v3.ConfigDump, as Envoy's
+//     /config_dump and `egctl x translate` print them: a ClustersConfigDump
+//     and an EndpointsConfigDump whose dynamic entries carry each resource's
+//     version and the resource as an Any with its @type. A tool that reads
+//     a config dump (or a person used to one) reads this unchanged;
+//     --type cluster or endpoint keeps only that section.
+//   - Statuses are ExtensionServices carrying only their .status, in the
+//     shape Contour writes, inside a Kubernetes v1 List as `kubectl get -o
+//     yaml` prints several objects; --type status prints that List alone.
+//   - --type all (the default) holds both under the names --type gives
+//     them, since neither shape can hold the other.
+//
+// The JSON depends only on the response: protojson's whitespace, which
+// varies on purpose from build to build, is normalised away by re-indenting
+// it with encoding/json, and the YAML is that JSON with its keys sorted.
+
+// translation is what --type all prints.
 type translation struct {
-	// Clusters and ClusterLoadAssignments are Envoy's protojson.
-	Clusters               []json.RawMessage `json:"clusters"`
-	ClusterLoadAssignments []json.RawMessage `json:"clusterLoadAssignments"`
-	Statuses               []statusJSON      `json:"statuses"`
+	ConfigDump json.RawMessage `json:"configDump"`
+	Statuses   statusList      `json:"statuses"`
 }
 
-// statusJSON is an ExtensionServiceStatus in the shape Kubernetes status
-// takes (observedGeneration is a number, not protojson's int64 string).
-type statusJSON struct {
-	Namespace       string          `json:"namespace"`
-	Name            string          `json:"name"`
-	ClusterName     string          `json:"clusterName,omitempty"`
-	ResponseTimeout string          `json:"responseTimeout,omitempty"`
-	Conditions      []conditionJSON `json:"conditions"`
+// statusList is a Kubernetes v1 List of ExtensionServices. Items is never
+// null, so scripts can index it without checking.
+type statusList struct {
+	APIVersion string                 `json:"apiVersion"`
+	Kind       string                 `json:"kind"`
+	Items      []extensionServiceJSON `json:"items"`
 }
 
+// extensionServiceJSON is an ExtensionService with its metadata's name and
+// namespace and its status: the object a status update of Contour's
+// patches. The spec is the user's own and is not repeated.
+type extensionServiceJSON struct {
+	APIVersion string                     `json:"apiVersion"`
+	Kind       string                     `json:"kind"`
+	Metadata   objectMetaJSON             `json:"metadata"`
+	Status     extensionServiceStatusJSON `json:"status"`
+}
+
+type objectMetaJSON struct {
+	Name      string `json:"name"`
+	Namespace string `json:"namespace"`
+}
+
+// extensionServiceStatusJSON is Contour's ExtensionServiceStatus. The API's
+// clusterName and responseTimeout are not part of it: the Cluster is in the
+// config dump, named extension/<namespace>/<name>, and the response
+// timeout is the ExtensionService's own spec.timeoutPolicy.response.
+type extensionServiceStatusJSON struct {
+	Conditions []conditionJSON `json:"conditions"`
+}
+
+// conditionJSON is Contour's DetailedCondition. lastTransitionTime is left
+// out: Contour stamps it when a condition changes in the cluster, and a
+// one-off translation changes nothing there; a made-up time would also make
+// the output differ from run to run.
 type conditionJSON struct {
-	Type               string             `json:"type"`
-	Status             string             `json:"status"`
+	Type   string `json:"type"`
+	Status string `json:"status"`
+	// A number, as Kubernetes writes it, not protojson's int64 string.
 	ObservedGeneration int64              `json:"observedGeneration"`
 	Reason             string             `json:"reason"`
 	Message            string             `json:"message"`
@@ -55,34 +133,27 @@ type subConditionJSON struct {
 	Message string `json:"message"`
 }
 
-// render prints resp as indented JSON or as YAML. The output depends only
-// on resp: protojson's whitespace, which varies on purpose from build to
-// build, is normalised away, and the YAML keys are sorted.
-func render(resp *tributaryv1.TranslateResponse, format string) ([]byte, error) {
-	t := translation{
-		Clusters:               []json.RawMessage{},
-		ClusterLoadAssignments: []json.RawMessage{},
-		Statuses:               []statusJSON{},
-	}
-	for _, r := range resp.GetClusters() {
-		j, err := resourceJSON(r, &clusterv3.Cluster{})
+// render prints the part of resp that what selects, as indented JSON or as
+// YAML.
+func render(resp *tributaryv1.TranslateResponse, format string, what outputType) ([]byte, error) {
+	var v any
+	switch what {
+	case outputStatus:
+		v = statusListOf(resp)
+	case outputCluster, outputEndpoint:
+		dump, err := configDump(resp, what)
 		if err != nil {
 			return nil, err
 		}
-		t.Clusters = append(t.Clusters, j)
-	}
-	for _, r := range resp.GetClusterLoadAssignments() {
-		j, err := resourceJSON(r, &endpointv3.ClusterLoadAssignment{})
+		v = dump
+	default:
+		dump, err := configDump(resp, outputAll)
 		if err != nil {
 			return nil, err
 		}
-		t.ClusterLoadAssignments = append(t.ClusterLoadAssignments, j)
+		v = translation{ConfigDump: dump, Statuses: statusListOf(resp)}
 	}
-	for _, s := range resp.GetStatuses() {
-		t.Statuses = append(t.Statuses, statusOf(s))
-	}
-
-	out, err := indentedJSON(t)
+	out, err := indentedJSON(v)
 	if err != nil {
 		return nil, err
 	}
@@ -93,7 +164,8 @@ func render(resp *tributaryv1.TranslateResponse, format string) ([]byte, error) 
 }
 
 // indentedJSON is how every command prints JSON: indented by two spaces,
-// with a final newline.
+// with a final newline. encoding/json compacts the protojson it embeds
+// before indenting it.
 func indentedJSON(v any) ([]byte, error) {
 	var buf bytes.Buffer
 	enc := json.NewEncoder(&buf)
@@ -106,29 +178,85 @@ func indentedJSON(v any) ([]byte, error) {
 	return buf.Bytes(), nil
 }
 
-// resourceJSON unpacks r into into (checking its type) and prints it as
-// protojson. encoding/json compacts the result when it is embedded.
-func resourceJSON(r *tributaryv1.Resource, into proto.Message) (json.RawMessage, error) {
-	if err := r.GetResource().UnmarshalTo(into); err != nil {
-		return nil, fmt.Errorf("resource %q: %w", r.GetName(), err)
+// configDump is the ConfigDump of resp's Clusters (unless what is
+// outputEndpoint) and ClusterLoadAssignments (unless what is
+// outputCluster), in protojson. Each section is present even when it holds
+// no resources, so a reader always finds the one it looks for.
+func configDump(resp *tributaryv1.TranslateResponse, what outputType) (json.RawMessage, error) {
+	dump := &adminv3.ConfigDump{}
+	if what != outputEndpoint {
+		clusters := &adminv3.ClustersConfigDump{}
+		for _, r := range resp.GetClusters() {
+			res, err := envoyResource(r, &clusterv3.Cluster{})
+			if err != nil {
+				return nil, err
+			}
+			clusters.DynamicActiveClusters = append(clusters.DynamicActiveClusters,
+				&adminv3.ClustersConfigDump_DynamicCluster{VersionInfo: r.GetVersion(), Cluster: res})
+		}
+		if err := appendConfig(dump, clusters); err != nil {
+			return nil, err
+		}
 	}
-	j, err := protojson.Marshal(into)
-	if err != nil {
-		return nil, fmt.Errorf("resource %q: %w", r.GetName(), err)
+	if what != outputCluster {
+		endpoints := &adminv3.EndpointsConfigDump{}
+		for _, r := range resp.GetClusterLoadAssignments() {
+			res, err := envoyResource(r, &endpointv3.ClusterLoadAssignment{})
+			if err != nil {
+				return nil, err
+			}
+			endpoints.DynamicEndpointConfigs = append(endpoints.DynamicEndpointConfigs,
+				&adminv3.EndpointsConfigDump_DynamicEndpointConfig{VersionInfo: r.GetVersion(), EndpointConfig: res})
+		}
+		if err := appendConfig(dump, endpoints); err != nil {
+			return nil, err
+		}
 	}
-	return j, nil
+	return protojson.Marshal(dump)
 }
 
-func statusOf(s *tributaryv1.ExtensionServiceStatus) statusJSON {
-	out := statusJSON{
-		Namespace:       s.GetNamespace(),
-		Name:            s.GetName(),
-		ClusterName:     s.GetClusterName(),
-		ResponseTimeout: s.GetResponseTimeout(),
-		Conditions:      []conditionJSON{},
+// appendConfig adds one section to dump, packed as Envoy packs it.
+func appendConfig(dump *adminv3.ConfigDump, section proto.Message) error {
+	a, err := anypb.New(section)
+	if err != nil {
+		return err
+	}
+	dump.Configs = append(dump.Configs, a)
+	return nil
+}
+
+// envoyResource is r's resource after checking that it is of the type of
+// want: a response holding anything else is a bug to report, not to print.
+func envoyResource(r *tributaryv1.Resource, want proto.Message) (*anypb.Any, error) {
+	if !r.GetResource().MessageIs(want) {
+		return nil, fmt.Errorf("resource %q is a %s, want %s", r.GetName(), r.GetResource().GetTypeUrl(), want.ProtoReflect().Descriptor().FullName())
+	}
+	return r.GetResource(), nil
+}
+
+// ExtensionService's apiVersion and kind, as Contour's CRD names them.
+const (
+	extensionServiceAPIVersion = "projectcontour.io/v1alpha1"
+	extensionServiceKind       = "ExtensionService"
+)
+
+func statusListOf(resp *tributaryv1.TranslateResponse) statusList {
+	list := statusList{APIVersion: "v1", Kind: "List", Items: []extensionServiceJSON{}}
+	for _, s := range resp.GetStatuses() {
+		list.Items = append(list.Items, extensionServiceOf(s))
+	}
+	return list
+}
+
+func extensionServiceOf(s *tributaryv1.ExtensionServiceStatus) extensionServiceJSON {
+	out := extensionServiceJSON{
+		APIVersion: extensionServiceAPIVersion,
+		Kind:       extensionServiceKind,
+		Metadata:   objectMetaJSON{Name: s.GetName(), Namespace: s.GetNamespace()},
+		Status:     extensionServiceStatusJSON{Conditions: []conditionJSON{}},
 	}
 	for _, c := range s.GetConditions() {
-		out.Conditions = append(out.Conditions, conditionJSON{
+		out.Status.Conditions = append(out.Status.Conditions, conditionJSON{
 			Type:               c.GetType(),
 			Status:             c.GetStatus(),
 			ObservedGeneration: c.GetObservedGeneration(),
@@ -147,4 +275,37 @@ func subConditions(scs []*tributaryv1.SubCondition) []subConditionJSON {
 		out = append(out, subConditionJSON{Type: sc.GetType(), Status: sc.GetStatus(), Reason: sc.GetReason(), Message: sc.GetMessage()})
 	}
 	return out
+}
+
+// The Valid condition every ExtensionService status holds, and its value
+// when the ExtensionService translated.
+const (
+	conditionValid = "Valid"
+	conditionTrue  = "True"
+)
+
+// invalidReason says why s is not valid in one line ("ServiceUnresolvedReference:
+// unresolved service ...", several errors joined by "; "), or "" when it is
+// valid. A status without a Valid condition is not valid: nothing says it is.
+func invalidReason(s *tributaryv1.ExtensionServiceStatus) string {
+	for _, c := range s.GetConditions() {
+		if c.GetType() != conditionValid {
+			continue
+		}
+		if c.GetStatus() == conditionTrue {
+			return ""
+		}
+		// The condition's own message only points at its errors ("see
+		// Errors for details"), so the errors are the reason when there
+		// are any.
+		var parts []string
+		for _, e := range c.GetErrors() {
+			parts = append(parts, e.GetReason()+": "+e.GetMessage())
+		}
+		if len(parts) == 0 {
+			parts = append(parts, c.GetReason()+": "+c.GetMessage())
+		}
+		return strings.Join(parts, "; ")
+	}
+	return "no " + conditionValid + " condition"
 }

@@ -23,10 +23,12 @@ import (
 
 // translateFlags are the flags of `tributary translate`.
 type translateFlags struct {
-	paths        []string
-	settingsPath string
-	format       string
-	recursive    bool
+	paths         []string
+	settingsPath  string
+	format        string
+	outputType    string
+	recursive     bool
+	failOnInvalid bool
 }
 
 func newTranslateCommand(std stdio) *cobra.Command {
@@ -36,11 +38,42 @@ func newTranslateCommand(std stdio) *cobra.Command {
 		Short: "Translate manifests once and print the result",
 		Long: `Translate Kubernetes manifests (ExtensionServices, Services, EndpointSlices,
 Secrets, TLSCertificateDelegations) once, in process, through the same code
-tributary serve runs, and print the Clusters, ClusterLoadAssignments and a
-status per ExtensionService. Objects of other kinds are skipped with a note
-on standard error.`,
-		Example: `  # The repository's example
-  tributary translate -f examples/extauth.yaml -o yaml
+tributary serve runs, and print the result in the shapes Envoy and
+Kubernetes print theirs:
+
+  - the Clusters and ClusterLoadAssignments as an Envoy admin ConfigDump, as
+    Envoy's /config_dump serves it: a ClustersConfigDump and an
+    EndpointsConfigDump, each resource with its version and its @type;
+  - each ExtensionService's status, as Contour writes it, in a Kubernetes
+    List of ExtensionServices, as kubectl get -o yaml prints them, without
+    lastTransitionTime (only a change in a cluster has a time).
+
+--type selects what is printed: all (the default) prints one object with
+the ConfigDump under configDump and the List under statuses; cluster or
+endpoint prints a ConfigDump holding only that section; status prints the
+List alone. -o yaml prints the same document as YAML.
+
+A directory is read as kubectl reads one: the .json, .yaml and .yml files
+directly in it, and those of its subdirectories only with -R. Objects of
+other kinds are skipped with a note on standard error; an object defined
+twice is an error.
+
+The command exits 0 when the input could be read, even if some
+ExtensionServices are invalid (their statuses say why), and 1 when it could
+not be read or translated. With --fail-on-invalid it still prints the
+output, then exits 1 if any ExtensionService is invalid, with one line per
+invalid ExtensionService on standard error.`,
+		Example: `  # The repository's examples, as YAML
+  tributary translate -f examples/ -o yaml
+
+  # Only the Clusters, as in Envoy's /config_dump
+  tributary translate -f examples/extauth.yaml --type cluster
+
+  # The statuses Contour would write
+  tributary translate -f manifests/ -R --type status -o yaml
+
+  # Gate a CI pipeline: exit 1 and name every invalid ExtensionService
+  tributary translate -f manifests/ --fail-on-invalid > /dev/null
 
   # From standard input, with translator settings
   kubectl get extensionservices,services,endpointslices -A -o yaml | tributary translate -f - --settings settings.yaml`,
@@ -49,36 +82,42 @@ on standard error.`,
 	}
 	fs := cmd.Flags()
 	fs.StringArrayVarP(&f.paths, "filename", "f", nil,
-		"manifest `PATH`: a YAML or JSON file, a directory (its *.yaml, *.yml and *.json files) or - for stdin; repeatable")
+		"manifest `PATH`: a YAML or JSON file, a directory (the .json, .yaml and .yml files directly in it) or - for stdin; repeatable")
 	fs.BoolVarP(&f.recursive, "recursive", "R", false, "read the subdirectories of -f directories too, as kubectl -R does")
 	fs.StringVar(&f.settingsPath, "settings", "", "YAML `FILE` of translator settings (xdsClusterName, connectTimeout, globalCircuitBreakers, clientCertificate, upstreamTLS)")
 	fs.StringVarP(&f.format, "output", "o", "json", "output `format`: json or yaml")
+	fs.StringVar(&f.outputType, "type", string(outputAll), "`TYPE` of output: "+outputTypeChoices+" (or their plurals)")
+	fs.BoolVar(&f.failOnInvalid, "fail-on-invalid", false, "after printing, exit 1 if any ExtensionService is invalid, naming each on stderr")
+	completeWords(cmd, "output", "json", "yaml")
+	completeWords(cmd, "type", string(outputAll), string(outputCluster), string(outputEndpoint), string(outputStatus))
 	return cmd
 }
 
 // runTranslate translates manifests once, in process, through the same
-// service code `tributary serve` runs, and prints one object: the Clusters,
-// the ClusterLoadAssignments and a status per ExtensionService. It succeeds
-// whenever the input could be read and translated, even if some
-// ExtensionServices are invalid (their statuses say why), and fails when the
-// input cannot be read or the service rejects it.
+// service code `tributary serve` runs, and prints what --type selects. It
+// succeeds whenever the input could be read and translated, even if some
+// ExtensionServices are invalid (their statuses say why) unless
+// --fail-on-invalid, and fails when the input cannot be read or the service
+// rejects it.
 func runTranslate(ctx context.Context, f *translateFlags, std stdio) error {
-	paths, settingsPath, format := f.paths, &f.settingsPath, &f.format
-	if len(paths) == 0 {
+	if len(f.paths) == 0 {
 		return usageErrorf("at least one -f PATH is required")
 	}
-	if *format != "json" && *format != "yaml" {
-		return usageErrorf("invalid --output %q: want json or yaml", *format)
+	if f.format != "json" && f.format != "yaml" {
+		return usageErrorf("invalid --output %q: want json or yaml", f.format)
+	}
+	what, err := parseOutputType(f.outputType)
+	if err != nil {
+		return err
 	}
 
 	var settings *contour.Config
-	if *settingsPath != "" {
-		var err error
-		if settings, err = readSettings(*settingsPath); err != nil {
+	if f.settingsPath != "" {
+		if settings, err = readSettings(f.settingsPath); err != nil {
 			return err
 		}
 	}
-	manifests, err := manifest.Read(paths, std.in, manifest.Options{Recursive: f.recursive})
+	manifests, err := manifest.Read(f.paths, std.in, manifest.Options{Recursive: f.recursive})
 	if err != nil {
 		return err
 	}
@@ -108,14 +147,36 @@ func runTranslate(ctx context.Context, f *translateFlags, std stdio) error {
 
 	resp, err := server.NewTranslationService().Translate(ctx, req)
 	if err != nil {
-		return errors.New(describeServiceError(err, positions, *settingsPath))
+		return errors.New(describeServiceError(err, positions, f.settingsPath))
 	}
-	out, err := render(resp, *format)
+	out, err := render(resp, f.format, what)
 	if err != nil {
 		return err
 	}
-	_, err = std.out.Write(out)
-	return err
+	if _, err := std.out.Write(out); err != nil {
+		return err
+	}
+	if f.failOnInvalid {
+		return reportInvalid(resp, std)
+	}
+	return nil
+}
+
+// reportInvalid prints one error line per invalid ExtensionService, in the
+// response's order, and ends the command with exitFailure if there was any.
+// Each line stands alone, so a CI log shows every object to fix at once.
+func reportInvalid(resp *tributaryv1.TranslateResponse, std stdio) error {
+	invalid := false
+	for _, s := range resp.GetStatuses() {
+		if reason := invalidReason(s); reason != "" {
+			invalid = true
+			std.errorf("%s%s %s is invalid: %s\n", errorPrefix, extensionServiceKind, strconv.Quote(s.GetNamespace()+"/"+s.GetName()), reason)
+		}
+	}
+	if invalid {
+		return exitError{exitFailure}
+	}
+	return nil
 }
 
 func readSettings(path string) (*contour.Config, error) {
@@ -169,19 +230,27 @@ func describeSkipped(s manifest.Skipped) string {
 	return fmt.Sprintf("%s %s%s (not read by translation)", s.APIVersion, s.Kind, name)
 }
 
-var objectIndex = regexp.MustCompile(`^objects\[(\d+)\]`)
+// objectField matches a violation's field about one object of the request
+// ("objects[3].service.metadata.name"), objectMention any mention of one in
+// a message ("duplicates objects[0]").
+var (
+	objectField   = regexp.MustCompile(`^objects\[(\d+)\]`)
+	objectMention = regexp.MustCompile(`\bobjects\[(\d+)\]`)
+)
 
 // describeServiceError explains a failed Translate call. For
 // InvalidArgument it prints every field violation, each led by where the
 // object came from ("input.yaml: document 3") or by the settings file, so
-// the user can go straight to the line to fix.
+// the user can go straight to the line to fix. The request's indexes mean
+// nothing to someone who wrote manifests, so every objects[N] in the
+// service's message and descriptions becomes the position of object N.
 func describeServiceError(err error, positions []manifest.Position, settingsPath string) string {
 	st, ok := status.FromError(err)
 	if !ok {
 		return err.Error()
 	}
 	if st.Code() != codes.InvalidArgument {
-		return fmt.Sprintf("translation failed (%s): %s", st.Code(), st.Message())
+		return fmt.Sprintf("translation failed (%s): %s", st.Code(), withPositions(st.Message(), positions))
 	}
 	var violations []*errdetails.BadRequest_FieldViolation
 	for _, d := range st.Details() {
@@ -190,19 +259,48 @@ func describeServiceError(err error, positions []manifest.Position, settingsPath
 		}
 	}
 	var b strings.Builder
-	fmt.Fprintf(&b, "invalid input: %s", st.Message())
+	fmt.Fprintf(&b, "invalid input: %s", withPositions(st.Message(), positions))
 	for _, v := range violations {
-		fmt.Fprintf(&b, "\n  %s%s", violationSource(v.GetField(), positions, settingsPath), v.GetDescription())
+		b.WriteString("\n  ")
+		desc := v.GetDescription()
+		// A description that opens with its own object ("objects[1]
+		// (Service): metadata.namespace is required") gets the position in
+		// that place rather than twice.
+		if m := objectField.FindString(v.GetField()); m == "" || !strings.HasPrefix(desc, m) {
+			b.WriteString(violationSource(v.GetField(), positions, settingsPath))
+		}
+		b.WriteString(withPositions(desc, positions))
 	}
 	return b.String()
+}
+
+// withPositions replaces each objects[N] in text by the position object N
+// was read from.
+func withPositions(text string, positions []manifest.Position) string {
+	return objectMention.ReplaceAllStringFunc(text, func(mention string) string {
+		if p, ok := objectPosition(objectMention.FindStringSubmatch(mention)[1], positions); ok {
+			return p.String()
+		}
+		return mention
+	})
+}
+
+// objectPosition is the position of the object whose request index is
+// index, a decimal string.
+func objectPosition(index string, positions []manifest.Position) (manifest.Position, bool) {
+	i, err := strconv.Atoi(index)
+	if err != nil || i < 0 || i >= len(positions) {
+		return manifest.Position{}, false
+	}
+	return positions[i], true
 }
 
 // violationSource gives "path: document N: " for a field of an object,
 // "settings.yaml: " for a setting, or "".
 func violationSource(field string, positions []manifest.Position, settingsPath string) string {
-	if m := objectIndex.FindStringSubmatch(field); m != nil {
-		if i, err := strconv.Atoi(m[1]); err == nil && i < len(positions) {
-			return positions[i].String() + ": "
+	if m := objectField.FindStringSubmatch(field); m != nil {
+		if p, ok := objectPosition(m[1], positions); ok {
+			return p.String() + ": "
 		}
 		return ""
 	}

@@ -14,13 +14,17 @@ import (
 	"strings"
 	"testing"
 
+	adminv3 "github.com/envoyproxy/go-control-plane/envoy/admin/v3"
 	clusterv3 "github.com/envoyproxy/go-control-plane/envoy/config/cluster/v3"
 	endpointv3 "github.com/envoyproxy/go-control-plane/envoy/config/endpoint/v3"
 	"github.com/google/go-cmp/cmp"
+	contour_v1alpha1 "github.com/projectcontour/contour/apis/projectcontour/v1alpha1"
 	"google.golang.org/protobuf/encoding/protojson"
+	meta_v1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/yaml"
 
 	"github.com/tributary-dev/tributary/internal/envoy"
+	"github.com/tributary-dev/tributary/internal/model"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files of testdata/golden")
@@ -117,35 +121,29 @@ func runGoldenCase(t *testing.T, dir string) {
 }
 
 // checkResources proves every emitted resource is one Envoy accepts (the
-// contract's "every emitted resource is valid"), and that resources and
-// statuses agree: one Cluster and one ClusterLoadAssignment for each valid
-// ExtensionService, named as its status says, and none for invalid ones.
+// contract's "every emitted resource is valid") and carries a version, that
+// each status is an ExtensionService as Contour's own type decodes it, and
+// that resources and statuses agree: one Cluster and one
+// ClusterLoadAssignment for each valid ExtensionService, named after it, and
+// none for invalid ones.
 func checkResources(t *testing.T, out []byte) {
 	t.Helper()
 	var got struct {
-		Clusters               []json.RawMessage
-		ClusterLoadAssignments []json.RawMessage
-		Statuses               []statusJSON
+		ConfigDump json.RawMessage
+		Statuses   json.RawMessage
 	}
 	if err := json.Unmarshal(out, &got); err != nil {
 		t.Fatal(err)
 	}
+	dump := decodeConfigDump(t, got.ConfigDump, outputAll)
 	var clusters, loadAssignments, valid []string
-	for _, raw := range got.Clusters {
-		c := &clusterv3.Cluster{}
-		if err := protojson.Unmarshal(raw, c); err != nil {
-			t.Fatalf("Cluster: %v\n%s", err, raw)
-		}
+	for _, c := range dump.clusters {
 		if err := c.ValidateAll(); err != nil {
 			t.Errorf("Cluster %s: ValidateAll: %v", c.GetName(), err)
 		}
 		clusters = append(clusters, c.GetName())
 	}
-	for _, raw := range got.ClusterLoadAssignments {
-		cla := &endpointv3.ClusterLoadAssignment{}
-		if err := protojson.Unmarshal(raw, cla); err != nil {
-			t.Fatalf("ClusterLoadAssignment: %v\n%s", err, raw)
-		}
+	for _, cla := range dump.loadAssignments {
 		if err := cla.ValidateAll(); err != nil {
 			t.Errorf("ClusterLoadAssignment %s: ValidateAll: %v", cla.GetClusterName(), err)
 		}
@@ -154,17 +152,14 @@ func checkResources(t *testing.T, out []byte) {
 		}
 		loadAssignments = append(loadAssignments, cla.GetClusterName())
 	}
-	for _, s := range got.Statuses {
-		if len(s.Conditions) != 1 {
-			t.Errorf("status %s/%s has %d conditions, want 1", s.Namespace, s.Name, len(s.Conditions))
+	for _, es := range decodeStatusList(t, got.Statuses) {
+		conditions := es.Status.Conditions
+		if len(conditions) != 1 || conditions[0].Type != "Valid" {
+			t.Errorf("status %s/%s has conditions %+v, want one of type Valid", es.Namespace, es.Name, conditions)
 			continue
 		}
-		isValid := s.Conditions[0].Status == "True"
-		if isValid != (s.ClusterName != "") {
-			t.Errorf("status %s/%s: condition status %s but clusterName %q", s.Namespace, s.Name, s.Conditions[0].Status, s.ClusterName)
-		}
-		if isValid {
-			valid = append(valid, s.ClusterName)
+		if conditions[0].Status == meta_v1.ConditionTrue {
+			valid = append(valid, model.ClusterName(es.Namespace, es.Name))
 		}
 	}
 	// The response orders resources by namespace then name, which is not
@@ -173,11 +168,108 @@ func checkResources(t *testing.T, out []byte) {
 	slices.Sort(clusters)
 	slices.Sort(loadAssignments)
 	if d := cmp.Diff(valid, clusters); d != "" {
-		t.Errorf("Cluster names differ from the valid statuses' clusterName (-statuses +clusters):\n%s", d)
+		t.Errorf("Cluster names differ from the valid ExtensionServices' (-statuses +clusters):\n%s", d)
 	}
 	if d := cmp.Diff(valid, loadAssignments); d != "" {
-		t.Errorf("ClusterLoadAssignment names differ from the valid statuses' clusterName (-statuses +CLAs):\n%s", d)
+		t.Errorf("ClusterLoadAssignment names differ from the valid ExtensionServices' (-statuses +CLAs):\n%s", d)
 	}
+}
+
+// envoyResources is a decoded ConfigDump.
+type envoyResources struct {
+	clusters        []*clusterv3.Cluster
+	loadAssignments []*endpointv3.ClusterLoadAssignment
+}
+
+// decodeConfigDump reads the ConfigDump `translate --type what` prints: a
+// ClustersConfigDump unless what is endpoint, then an EndpointsConfigDump
+// unless what is cluster, and nothing else, each resource of them with a
+// version.
+func decodeConfigDump(t *testing.T, raw []byte, what outputType) envoyResources {
+	t.Helper()
+	dump := &adminv3.ConfigDump{}
+	if err := protojson.Unmarshal(raw, dump); err != nil {
+		t.Fatalf("ConfigDump: %v\n%s", err, raw)
+	}
+	var want []string
+	if what != outputEndpoint {
+		want = append(want, "type.googleapis.com/envoy.admin.v3.ClustersConfigDump")
+	}
+	if what != outputCluster {
+		want = append(want, "type.googleapis.com/envoy.admin.v3.EndpointsConfigDump")
+	}
+	var sections []string
+	for _, c := range dump.GetConfigs() {
+		sections = append(sections, c.GetTypeUrl())
+	}
+	if d := cmp.Diff(want, sections); d != "" {
+		t.Fatalf("ConfigDump sections (-want +got):\n%s", d)
+	}
+
+	var got envoyResources
+	for _, section := range dump.GetConfigs() {
+		m, err := section.UnmarshalNew()
+		if err != nil {
+			t.Fatal(err)
+		}
+		switch m := m.(type) {
+		case *adminv3.ClustersConfigDump:
+			for _, dc := range m.GetDynamicActiveClusters() {
+				c := &clusterv3.Cluster{}
+				if err := dc.GetCluster().UnmarshalTo(c); err != nil {
+					t.Fatalf("dynamic cluster: %v", err)
+				}
+				if dc.GetVersionInfo() == "" {
+					t.Errorf("Cluster %s has no version", c.GetName())
+				}
+				got.clusters = append(got.clusters, c)
+			}
+		case *adminv3.EndpointsConfigDump:
+			for _, de := range m.GetDynamicEndpointConfigs() {
+				cla := &endpointv3.ClusterLoadAssignment{}
+				if err := de.GetEndpointConfig().UnmarshalTo(cla); err != nil {
+					t.Fatalf("dynamic endpoint config: %v", err)
+				}
+				if de.GetVersionInfo() == "" {
+					t.Errorf("ClusterLoadAssignment %s has no version", cla.GetClusterName())
+				}
+				got.loadAssignments = append(got.loadAssignments, cla)
+			}
+		}
+	}
+	return got
+}
+
+// decodeStatusList reads the List `translate --type status` prints; each
+// item must decode strictly as Contour's ExtensionService, so the statuses
+// have exactly the shape Contour writes.
+func decodeStatusList(t *testing.T, raw []byte) []contour_v1alpha1.ExtensionService {
+	t.Helper()
+	var list struct {
+		APIVersion string
+		Kind       string
+		Items      []json.RawMessage
+	}
+	if err := json.Unmarshal(raw, &list); err != nil {
+		t.Fatal(err)
+	}
+	if list.APIVersion != "v1" || list.Kind != "List" || list.Items == nil {
+		t.Fatalf("statuses are not a v1 List with items:\n%s", raw)
+	}
+	var out []contour_v1alpha1.ExtensionService
+	for _, item := range list.Items {
+		var es contour_v1alpha1.ExtensionService
+		dec := json.NewDecoder(bytes.NewReader(item))
+		dec.DisallowUnknownFields()
+		if err := dec.Decode(&es); err != nil {
+			t.Fatalf("status item is not a Contour ExtensionService: %v\n%s", err, item)
+		}
+		if es.APIVersion != "projectcontour.io/v1alpha1" || es.Kind != "ExtensionService" {
+			t.Errorf("status item is a %s %s, want a projectcontour.io/v1alpha1 ExtensionService", es.APIVersion, es.Kind)
+		}
+		out = append(out, es)
+	}
+	return out
 }
 
 func compareGolden(t *testing.T, path, got string) {
@@ -222,9 +314,9 @@ func TestTranslateNotesBounded(t *testing.T) {
 	}
 	var want strings.Builder
 	for i := range maxNotes {
-		fmt.Fprintf(&want, "tributary translate: note: <stdin>: document %d: skipped v1 ConfigMap \"ns/cm-%d\" (not read by translation)\n", i+1, i)
+		fmt.Fprintf(&want, "note: <stdin>: document %d: skipped v1 ConfigMap \"ns/cm-%d\" (not read by translation)\n", i+1, i)
 	}
-	want.WriteString("tributary translate: note: 5 more objects skipped or ignored\n")
+	want.WriteString("note: 5 more objects skipped or ignored\n")
 	if diff := cmp.Diff(want.String(), stderr.String()); diff != "" {
 		t.Errorf("stderr (-want +got):\n%s", diff)
 	}
