@@ -108,36 +108,9 @@ func TestContourOverlayAgrees(t *testing.T) {
 	if err := cmd.Run(); err != nil {
 		t.Fatalf("tributary translate --settings: %v\n%s", err, stderr.String())
 	}
-	var out struct {
-		Clusters []struct {
-			ConnectTimeout   string `json:"connectTimeout"`
-			EDSClusterConfig struct {
-				EDSConfig struct {
-					APIConfigSource struct {
-						GRPCServices []struct {
-							EnvoyGRPC struct {
-								ClusterName string `json:"clusterName"`
-							} `json:"envoyGrpc"`
-						} `json:"grpcServices"`
-					} `json:"apiConfigSource"`
-				} `json:"edsConfig"`
-			} `json:"edsClusterConfig"`
-			CircuitBreakers struct {
-				Thresholds []struct {
-					MaxConnections uint32 `json:"maxConnections"`
-					MaxRequests    uint32 `json:"maxRequests"`
-				} `json:"thresholds"`
-			} `json:"circuitBreakers"`
-		} `json:"clusters"`
-		Statuses []struct {
-			Name       string `json:"name"`
-			Conditions []struct {
-				Type, Status, Message string
-			} `json:"conditions"`
-		} `json:"statuses"`
-	}
-	if err := json.Unmarshal(stdout.Bytes(), &out); err != nil {
-		t.Fatalf("tributary translate output: %v", err)
+	out, err := parseTranslateOutput(stdout.Bytes())
+	if err != nil {
+		t.Fatalf("tributary translate output: %v\n%s", err, stdout.String())
 	}
 	for _, st := range out.Statuses {
 		for _, c := range st.Conditions {
@@ -197,6 +170,107 @@ func TestContourOverlayLeavesContourAlone(t *testing.T) {
 	}
 }
 
+// translatedCluster holds the fields of a translated Cluster this test
+// compares with the settings.
+type translatedCluster struct {
+	ConnectTimeout   string `json:"connectTimeout"`
+	EDSClusterConfig struct {
+		EDSConfig struct {
+			APIConfigSource struct {
+				GRPCServices []struct {
+					EnvoyGRPC struct {
+						ClusterName string `json:"clusterName"`
+					} `json:"envoyGrpc"`
+				} `json:"grpcServices"`
+			} `json:"apiConfigSource"`
+		} `json:"edsConfig"`
+	} `json:"edsClusterConfig"`
+	CircuitBreakers struct {
+		Thresholds []struct {
+			MaxConnections uint32 `json:"maxConnections"`
+			MaxRequests    uint32 `json:"maxRequests"`
+		} `json:"thresholds"`
+	} `json:"circuitBreakers"`
+}
+
+// translatedStatus is an ExtensionService's name and conditions.
+type translatedStatus struct {
+	Name       string
+	Conditions []struct {
+		Type, Status, Message string
+	}
+}
+
+type translateOutput struct {
+	Clusters []translatedCluster
+	Statuses []translatedStatus
+}
+
+// parseTranslateOutput reads `tributary translate`'s JSON output in
+// either of its shapes: the Envoy-native one (the Clusters in an admin
+// ConfigDump under configDump, the statuses as a Kubernetes List of
+// ExtensionServices) and the flat one it replaces ({"clusters": [...],
+// "statuses": [{"name", "conditions"}]}), which binaries built before the
+// change still print. The flat branch can go once no such binary is
+// tested.
+func parseTranslateOutput(data []byte) (translateOutput, error) {
+	var raw struct {
+		ConfigDump *struct {
+			Configs []struct {
+				Type     string `json:"@type"`
+				Clusters []struct {
+					Cluster translatedCluster `json:"cluster"`
+				} `json:"dynamicActiveClusters"`
+			} `json:"configs"`
+		} `json:"configDump"`
+		Clusters []translatedCluster `json:"clusters"`
+		Statuses json.RawMessage     `json:"statuses"`
+	}
+	if err := json.Unmarshal(data, &raw); err != nil {
+		return translateOutput{}, err
+	}
+	var out translateOutput
+	if raw.ConfigDump == nil {
+		out.Clusters = raw.Clusters
+		if len(raw.Statuses) > 0 {
+			if err := json.Unmarshal(raw.Statuses, &out.Statuses); err != nil {
+				return translateOutput{}, fmt.Errorf("statuses: %w", err)
+			}
+		}
+		return out, nil
+	}
+	for _, c := range raw.ConfigDump.Configs {
+		if c.Type == "type.googleapis.com/envoy.admin.v3.ClustersConfigDump" {
+			for _, dc := range c.Clusters {
+				out.Clusters = append(out.Clusters, dc.Cluster)
+			}
+		}
+	}
+	var list struct {
+		Kind  string `json:"kind"`
+		Items []struct {
+			Metadata struct {
+				Name string `json:"name"`
+			} `json:"metadata"`
+			Status struct {
+				Conditions []struct {
+					Type, Status, Message string
+				} `json:"conditions"`
+			} `json:"status"`
+		} `json:"items"`
+	}
+	if err := json.Unmarshal(raw.Statuses, &list); err != nil {
+		return translateOutput{}, fmt.Errorf("statuses: %w", err)
+	}
+	if list.Kind != "List" {
+		return translateOutput{}, fmt.Errorf("statuses are a %q, want a Kubernetes List", list.Kind)
+	}
+	for _, item := range list.Items {
+		out.Statuses = append(out.Statuses, translatedStatus{Name: item.Metadata.Name, Conditions: item.Status.Conditions})
+	}
+	return out, nil
+}
+
 // clientCertificateSecret writes a kubernetes.io/tls Secret manifest with
 // a generated certificate and returns its path.
 func clientCertificateSecret(t *testing.T, namespace, name string) string {
@@ -224,4 +298,31 @@ func clientCertificateSecret(t *testing.T, namespace, name string) string {
 		t.Fatal(err)
 	}
 	return path
+}
+
+func TestParseTranslateOutput(t *testing.T) {
+	const cluster = `{"connectTimeout":"2s","edsClusterConfig":{"edsConfig":{"apiConfigSource":{"grpcServices":[{"envoyGrpc":{"clusterName":"contour"}}]}}}}`
+	for name, doc := range map[string]string{
+		"envoy-native": `{"configDump":{"configs":[` +
+			`{"@type":"type.googleapis.com/envoy.admin.v3.ClustersConfigDump","dynamicActiveClusters":[{"versionInfo":"1","cluster":` + cluster + `}]},` +
+			`{"@type":"type.googleapis.com/envoy.admin.v3.EndpointsConfigDump","dynamicEndpointConfigs":[]}]},` +
+			`"statuses":{"apiVersion":"v1","kind":"List","items":[{"metadata":{"name":"ext-authz","namespace":"auth"},` +
+			`"status":{"conditions":[{"type":"Valid","status":"False","message":"no Service"}]}}]}}`,
+		"flat": `{"clusters":[` + cluster + `],"statuses":[{"name":"ext-authz","conditions":[{"type":"Valid","status":"False","message":"no Service"}]}]}`,
+	} {
+		t.Run(name, func(t *testing.T) {
+			out, err := parseTranslateOutput([]byte(doc))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(out.Clusters) != 1 || out.Clusters[0].ConnectTimeout != "2s" ||
+				out.Clusters[0].EDSClusterConfig.EDSConfig.APIConfigSource.GRPCServices[0].EnvoyGRPC.ClusterName != "contour" {
+				t.Errorf("clusters %+v", out.Clusters)
+			}
+			if len(out.Statuses) != 1 || out.Statuses[0].Name != "ext-authz" || len(out.Statuses[0].Conditions) != 1 ||
+				out.Statuses[0].Conditions[0].Status != "False" || out.Statuses[0].Conditions[0].Message != "no Service" {
+				t.Errorf("statuses %+v", out.Statuses)
+			}
+		})
+	}
 }
