@@ -2,6 +2,7 @@ package deploy
 
 import (
 	"bytes"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -17,6 +18,7 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 )
 
 // The tests here hold the manifests to the binary they deploy: the
@@ -255,7 +257,47 @@ func TestContainerArgsServe(t *testing.T) {
 				t.Error(err)
 			}
 		}
+		checkLogFormat(t, flags["log-format"], proc.stderr.String())
 	})
+}
+
+// TestContainerArgsLogFormat checks that the Deployment logs JSON, one
+// object a line, which log collectors parse without a pattern written for
+// Tributary; TestContainerArgsServe checks that the binary, so started,
+// writes nothing else.
+func TestContainerArgsLogFormat(t *testing.T) {
+	eachBuild(t, func(t *testing.T, objs []object) {
+		if got := serveArgs(t, one[*appsv1.Deployment](t, objs, "tributary"))["log-format"]; got != "json" {
+			t.Errorf("--log-format=%q, want json", got)
+		}
+	})
+}
+
+// checkLogFormat checks that every line of log is a record in format
+// (text, the default when format is empty, or json).
+func checkLogFormat(t *testing.T, format, log string) {
+	t.Helper()
+	lines := strings.Split(strings.TrimSuffix(log, "\n"), "\n")
+	if len(lines) == 0 || lines[0] == "" {
+		t.Fatal("tributary logged nothing")
+	}
+	for i, line := range lines {
+		switch format {
+		case "json":
+			var record struct {
+				Time, Level, Msg string
+			}
+			if err := json.Unmarshal([]byte(line), &record); err != nil || record.Time == "" || record.Level == "" || record.Msg == "" {
+				t.Errorf("log line %d is not a JSON record with time, level and msg: %s", i+1, line)
+			}
+		case "", "text":
+			if !strings.HasPrefix(line, "time=") {
+				t.Errorf("log line %d is not a text record: %s", i+1, line)
+			}
+		default:
+			t.Fatalf("--log-format=%s: not a format this test knows", format)
+		}
+	}
 }
 
 // TestSessionLimitsFitMemory checks that the sessions the Deployment
@@ -273,7 +315,7 @@ func TestSessionLimitsFitMemory(t *testing.T) {
 		if err != nil {
 			t.Fatalf("--max-sessions=%q: %v (the default allows far more sessions than any pod holds)", args["max-sessions"], err)
 		}
-		perSession, err := parseByteSize(args["max-session-bytes"])
+		perSession, err := parseQuantity(args["max-session-bytes"])
 		if err != nil {
 			t.Fatalf("--max-session-bytes=%q: %v", args["max-session-bytes"], err)
 		}
@@ -283,7 +325,7 @@ func TestSessionLimitsFitMemory(t *testing.T) {
 		}
 		inflight := limit.Value() / 4
 		if v, ok := args["max-inflight-bytes"]; ok {
-			if inflight, err = parseByteSize(v); err != nil {
+			if inflight, err = parseQuantity(v); err != nil {
 				t.Fatalf("--max-inflight-bytes=%q: %v", v, err)
 			}
 		}
@@ -293,17 +335,12 @@ func TestSessionLimitsFitMemory(t *testing.T) {
 	})
 }
 
-// parseByteSize reads a size as the binary's size flags take it: bytes, or
-// a number with a KiB, MiB or GiB suffix.
-func parseByteSize(s string) (int64, error) {
-	for _, u := range []struct {
-		suffix string
-		size   int64
-	}{{"GiB", 1 << 30}, {"MiB", 1 << 20}, {"KiB", 1 << 10}} {
-		if n, ok := strings.CutSuffix(s, u.suffix); ok {
-			v, err := strconv.ParseInt(n, 10, 64)
-			return v * u.size, err
-		}
+// parseQuantity reads a size as the binary's size flags take it: a
+// Kubernetes quantity (96Mi, 1Gi, or a number of bytes).
+func parseQuantity(s string) (int64, error) {
+	q, err := resource.ParseQuantity(s)
+	if err != nil {
+		return 0, err
 	}
-	return strconv.ParseInt(s, 10, 64)
+	return q.Value(), nil
 }
