@@ -118,8 +118,12 @@ func runServe(ctx context.Context, f *serveFlags, std stdio) error {
 	if err := xdsFlags.check(); err != nil {
 		return usageError{err}
 	}
+	if err := metricsFlags.check(); err != nil {
+		return usageError{err}
+	}
 	grpcLog.Use(logger)
-	security, err := tlsFlags.start(logger, xdsFlags.address != "")
+	recorder := metricsFlags.newMetrics()
+	security, err := tlsFlags.start(logger, xdsFlags.address != "", recorder)
 	if err != nil {
 		return tlsFailure(err, logger)
 	}
@@ -130,7 +134,7 @@ func runServe(ctx context.Context, f *serveFlags, std stdio) error {
 		logger.Error("cannot listen", "address", *address, "error", err)
 		return exitError{exitFailure}
 	}
-	metricsEndpoint, err := metricsFlags.listen()
+	metricsEndpoint, err := metricsFlags.listen(recorder)
 	if err != nil {
 		_ = lis.Close()
 		logger.Error("cannot listen", "address", metricsFlags.address, "error", err)

@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"runtime"
 	"time"
 
 	"github.com/spf13/pflag"
@@ -19,7 +20,8 @@ const metricsShutdownTimeout = 2 * time.Second
 
 // metricsFlags are serve's observability flags.
 type metricsFlags struct {
-	address string
+	address     string
+	enablePprof bool
 }
 
 // registerMetricsFlags adds --metrics-address to fs. It is off by default:
@@ -29,13 +31,38 @@ func registerMetricsFlags(fs *pflag.FlagSet) *metricsFlags {
 	f := &metricsFlags{}
 	fs.StringVar(&f.address, "metrics-address", "",
 		"`host:port` serving Prometheus /metrics, /healthz, /readyz and (with --xds-address) /debug/xds over HTTP, such as 127.0.0.1:9090 or 0.0.0.0:9090 for a scraper in the cluster; empty (the default) serves none and records no metrics")
+	fs.BoolVar(&f.enablePprof, "enable-pprof", false,
+		"serve Go's profiles under /debug/pprof/ on --metrics-address, for a developer's go tool pprof; off by default, since a profile shows the process's inner workings and a CPU profile costs while it runs")
 	return f
+}
+
+// check refuses --enable-pprof without a port to serve it on.
+func (f *metricsFlags) check() error {
+	if f.enablePprof && f.address == "" {
+		return errors.New("--enable-pprof needs --metrics-address: the profiles are served there")
+	}
+	return nil
+}
+
+// newMetrics gives what the server records into, with the build's
+// identity set: nil (nothing recorded) without --metrics-address. It comes
+// before listen so that what starts earlier (TLS) can record too.
+func (f *metricsFlags) newMetrics() *metrics.Metrics {
+	if f.address == "" {
+		return nil
+	}
+	m := metrics.New()
+	v, revision := buildVersion()
+	m.SetBuildInfo(v, revision, runtime.Version())
+	return m
 }
 
 // metricsEndpoint is the HTTP server of --metrics-address and the Metrics
 // it serves. Every method does nothing on a nil *metricsEndpoint, which is
 // what listen returns when the flag is empty.
 type metricsEndpoint struct {
+	// pprof adds Go's profiles to the routes (--enable-pprof).
+	pprof   bool
 	metrics *metrics.Metrics
 	lis     net.Listener
 	server  *http.Server
@@ -43,9 +70,9 @@ type metricsEndpoint struct {
 	failed chan error
 }
 
-// listen opens the metrics listener, before anything is served, so a busy
-// port fails serve at once.
-func (f *metricsFlags) listen() (*metricsEndpoint, error) {
+// listen opens the metrics listener for m (newMetrics), before anything
+// is served, so a busy port fails serve at once.
+func (f *metricsFlags) listen(m *metrics.Metrics) (*metricsEndpoint, error) {
 	if f.address == "" {
 		return nil, nil
 	}
@@ -53,8 +80,8 @@ func (f *metricsFlags) listen() (*metricsEndpoint, error) {
 	if err != nil {
 		return nil, err
 	}
-	m := metrics.New()
 	return &metricsEndpoint{
+		pprof:   f.enablePprof,
 		metrics: m,
 		lis:     lis,
 		// A scraper is on a trusted network but may still be slow or
@@ -80,6 +107,9 @@ func (e *metricsEndpoint) Metrics() *metrics.Metrics {
 func (e *metricsEndpoint) serve(logger *slog.Logger, debug ...metrics.Route) {
 	if e == nil {
 		return
+	}
+	if e.pprof {
+		debug = append(debug, metrics.PprofRoutes()...)
 	}
 	e.server.Handler = e.metrics.Handler(debug...)
 	logger.Info("serving metrics", "address", e.lis.Addr().String())

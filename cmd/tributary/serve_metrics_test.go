@@ -2,7 +2,10 @@ package main
 
 import (
 	"context"
+	"fmt"
 	"net/http"
+	"os"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -15,6 +18,7 @@ import (
 
 	tributaryv1 "github.com/tributary-dev/tributary/gen/go/tributary/v1"
 	"github.com/tributary-dev/tributary/internal/testproc"
+	"github.com/tributary-dev/tributary/internal/tlsfiles/testcerts"
 )
 
 // TestServeMetricsAndDrain serves with --metrics-address, scrapes it, then
@@ -104,5 +108,45 @@ func TestServeMetricsAndDrain(t *testing.T) {
 	if resp, err := http.DefaultClient.Do(req); err == nil {
 		_ = resp.Body.Close()
 		t.Error("the metrics server still answers after serve returned")
+	}
+}
+
+// TestServeBuildInfoCertificateExpiryAndPprof: /metrics says which build
+// runs and when the certificate each port serves expires; --enable-pprof
+// adds Go's profiles, which are otherwise not served.
+func TestServeBuildInfoCertificateExpiryAndPprof(t *testing.T) {
+	dir := t.TempDir()
+	server := testcerts.NewCA(t, "test CA").Server(t)
+	certFile, keyFile := server.Write(t, dir)
+	s := startServe(t, "--metrics-address", "127.0.0.1:0", "--xds-address", "127.0.0.1:0",
+		"--tls-cert-file", certFile, "--tls-key-file", keyFile, "--enable-pprof")
+	base := "http://" + s.metricsAddress
+	_, page := testproc.Get(t, base+"/metrics")
+
+	v, revision := buildVersion()
+	wantBuild := fmt.Sprintf("tributary_build_info{go_version=%q,revision=%q,version=%q} 1\n", runtime.Version(), revision, v)
+	if !strings.Contains(page, wantBuild) {
+		t.Errorf("/metrics lacks %q:\n%s", wantBuild, page)
+	}
+	for _, listener := range []string{"grpc", "xds"} {
+		got, ok := testproc.Metric(page, "tributary_tls_certificate_expiry_timestamp_seconds", `listener="`+listener+`"`)
+		if want := float64(server.Cert.NotAfter.Unix()); !ok || got != want {
+			t.Errorf("certificate expiry of %s = %v (found %v), want %v", listener, got, ok, want)
+		}
+	}
+	// In process, the command line is the test binary's.
+	if code, body := testproc.Get(t, base+"/debug/pprof/cmdline"); code != http.StatusOK || body != strings.Join(os.Args, "\x00") {
+		t.Errorf("/debug/pprof/cmdline with --enable-pprof: %d %q", code, body)
+	}
+
+	if got := runCmd(t, "", "serve", "--enable-pprof"); got.code != 2 || got.stderr != "error: --enable-pprof needs --metrics-address: the profiles are served there\n"+serveUsageHint {
+		t.Errorf("--enable-pprof alone: exit %d, stderr %q", got.code, got.stderr)
+	}
+	plain := startServe(t, "--metrics-address", "127.0.0.1:0")
+	if code, _ := testproc.Get(t, "http://"+plain.metricsAddress+"/debug/pprof/"); code != http.StatusNotFound {
+		t.Errorf("/debug/pprof/ without --enable-pprof: %d, want 404", code)
+	}
+	if _, page := testproc.Get(t, "http://"+plain.metricsAddress+"/metrics"); strings.Contains(page, "tributary_tls_certificate_expiry_timestamp_seconds{") {
+		t.Errorf("a plaintext server exports a certificate expiry:\n%s", page)
 	}
 }

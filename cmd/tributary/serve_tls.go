@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"crypto/x509"
 	"errors"
 	"log/slog"
 	"slices"
@@ -10,6 +11,7 @@ import (
 	"github.com/spf13/pflag"
 	"google.golang.org/grpc/credentials"
 
+	"github.com/tributary-dev/tributary/internal/metrics"
 	"github.com/tributary-dev/tributary/internal/tlsfiles"
 )
 
@@ -56,7 +58,7 @@ func (e tlsUsageError) Error() string { return string(e) }
 // start checks the flags, loads the files and follows them until stop.
 // servesXDS tells whether serve has an xDS port for
 // --xds-tls-allowed-client-sans to apply to.
-func (f *tlsFlags) start(logger *slog.Logger, servesXDS bool) (*serveTLS, error) {
+func (f *tlsFlags) start(logger *slog.Logger, servesXDS bool, m *metrics.Metrics) (*serveTLS, error) {
 	sans, xdsSANs := splitSANs(f.allowedClientSANs), splitSANs(f.xdsAllowedClientSANs)
 	switch {
 	case f.certFile == "" && f.keyFile != "":
@@ -88,7 +90,15 @@ func (f *tlsFlags) start(logger *slog.Logger, servesXDS bool) (*serveTLS, error)
 			return nil, tlsUsageError(allowlist.flag + " holds an empty SAN")
 		}
 	}
-	r, err := tlsfiles.New(tlsfiles.Options{CertFile: f.certFile, KeyFile: f.keyFile, ClientCAFile: f.clientCAFile, Logger: logger})
+	// Both ports serve the one certificate; each has its series, so an
+	// alert names the port that would fail.
+	onLoad := func(leaf *x509.Certificate) {
+		m.SetCertificateExpiry("grpc", leaf.NotAfter)
+		if servesXDS {
+			m.SetCertificateExpiry("xds", leaf.NotAfter)
+		}
+	}
+	r, err := tlsfiles.New(tlsfiles.Options{CertFile: f.certFile, KeyFile: f.keyFile, ClientCAFile: f.clientCAFile, Logger: logger, OnLoad: onLoad})
 	if err != nil {
 		return nil, err
 	}

@@ -27,7 +27,19 @@ func newVersionCommand(std stdio) *cobra.Command {
 // versionString gives "v1.2.3 (revision abcdef0, go1.26.8)", leaving out
 // what is unknown.
 func versionString() string {
-	v, revision, modified := version, "", false
+	v, revision := buildVersion()
+	details := ""
+	if revision != "" {
+		details = "revision " + revision + ", "
+	}
+	return fmt.Sprintf("%s (%s%s)", v, details, runtime.Version())
+}
+
+// buildVersion gives the version ("(devel)" when unknown) and the VCS
+// revision, shortened to 12 digits and marked +dirty for a modified tree
+// ("" when unknown), from -ldflags or what Go recorded.
+func buildVersion() (v, revision string) {
+	v, modified := version, false
 	if info, ok := debug.ReadBuildInfo(); ok {
 		if v == "" {
 			v = info.Main.Version
@@ -35,7 +47,7 @@ func versionString() string {
 		for _, s := range info.Settings {
 			switch s.Key {
 			case "vcs.revision":
-				revision = s.Value
+				revision = s.Value[:min(len(s.Value), 12)]
 			case "vcs.modified":
 				modified = s.Value == "true"
 			}
@@ -44,13 +56,8 @@ func versionString() string {
 	if v == "" {
 		v = "(devel)"
 	}
-	details := ""
-	if revision != "" {
-		details = "revision " + revision[:min(len(revision), 12)]
-		if modified {
-			details += "+dirty"
-		}
-		details += ", "
+	if revision != "" && modified {
+		revision += "+dirty"
 	}
-	return fmt.Sprintf("%s (%s%s)", v, details, runtime.Version())
+	return v, revision
 }

@@ -49,6 +49,11 @@ type Options struct {
 	// Logger receives reloads (not the first load), failed reloads and
 	// refused handshakes; nil means slog.Default().
 	Logger *slog.Logger
+	// OnLoad, when set, is called with the leaf certificate each time new
+	// material takes effect, the first load (in New) included, so a
+	// caller can export what it serves (its expiry, say). It runs while
+	// reloads wait for it: it must not block.
+	OnLoad func(leaf *x509.Certificate)
 }
 
 // Reloader holds the current TLS material and reloads it from its files.
@@ -122,6 +127,9 @@ func (r *Reloader) Reload() (changed bool, err error) {
 		return false, err
 	}
 	r.current.Store(m)
+	if r.opts.OnLoad != nil {
+		r.opts.OnLoad(m.leaf)
+	}
 	if old == nil {
 		// The first load is New's: a server logs its address first.
 		return true, nil

@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"net"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -380,6 +381,31 @@ func TestReloadReportsChange(t *testing.T) {
 	}
 	if n := strings.Count(f.logs.String(), `msg="TLS material reloaded"`); n != 1 {
 		t.Errorf("%d reload lines, want 1:\n%s", n, f.logs.String())
+	}
+}
+
+// TestOnLoad: OnLoad sees the leaf of every load that takes effect, the
+// first included, and nothing when the files are rewritten unchanged.
+func TestOnLoad(t *testing.T) {
+	f := newFixture(t)
+	var loaded []string
+	opts := f.options()
+	opts.OnLoad = func(leaf *x509.Certificate) { loaded = append(loaded, leaf.SerialNumber.String()) }
+	r, err := tlsfiles.New(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	testcerts.WriteFile(t, f.certFile, f.server.CertPEM)
+	if _, err := r.Reload(); err != nil {
+		t.Fatal(err)
+	}
+	next := f.ca.Server(t)
+	next.Write(t, f.dir)
+	if _, err := r.Reload(); err != nil {
+		t.Fatal(err)
+	}
+	if want := []string{f.server.Cert.SerialNumber.String(), next.Cert.SerialNumber.String()}; !slices.Equal(loaded, want) {
+		t.Errorf("OnLoad saw serials %q, want %q (the first load, then the new pair only)", loaded, want)
 	}
 }
 
