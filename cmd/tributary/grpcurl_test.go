@@ -68,11 +68,13 @@ func TestGRPCurl(t *testing.T) {
 
 	t.Run("describe", func(t *testing.T) {
 		// grpcurl cannot know this type on its own: describing it proves
-		// the server's reflection.
+		// the server's reflection, and the comments prove it serves the
+		// descriptors with their source info (internal/apidocs).
 		out := grpcurlRun(nil, srv.Address, "describe", "tributary.v1.TranslateRequest")
 		for _, want := range []string{
 			"tributary.v1.TranslateRequest is a message:",
-			"message TranslateRequest {",
+			"// TranslateRequest is a complete set of input objects.\nmessage TranslateRequest {",
+			"  // Translator-wide settings.\n",
 			".tributary.v1.Settings settings = 1;",
 			"repeated .tributary.v1.KubernetesObject objects = 2;",
 		} {
