@@ -1,4 +1,4 @@
-# syntax=docker/dockerfile:1
+# syntax=docker/dockerfile:1.27@sha256:4edf897a3ffa55b89f906fc8cc78afdb3f1834cc9c7083565e611a8a7d5fe99e
 #
 # Tributary's image: a static binary on distroless/static, run as the
 # distroless "nonroot" user (65532), the same uid the Deployment in
@@ -10,16 +10,17 @@
 # TARGETOS/TARGETARCH, so a multi-platform build (buildx --platform
 # linux/amd64,linux/arm64) never emulates the compiler.
 
-# Base images are pinned by digest, with the tag beside it for the reader:
+# Base images (and the BuildKit frontend of the syntax line above, which a
+# build pulls too) are pinned by digest, with the tag beside it for the reader:
 # the tag says which image it is, the digest decides which bytes are pulled,
 # so a rebuild next month gets the same compiler and the same runtime files.
 # A tag given with a digest is not resolved at all, which is why there is no
 # ARG for the Go version: changing the tag alone would change nothing. A bump
 # (by hand, Renovate or Dependabot) changes tag and digest together, in one
-# reviewed commit. Both digests are the multi-platform index digests of
-# those tags as published (golang on Docker Hub, distroless on gcr.io), read
-# from public Dockerfiles that pin them; the images could not be pulled
-# where this was written. test/deploy checks that every FROM has a digest
+# reviewed commit. The digests are the multi-platform index digests of
+# those tags as published (golang and docker/dockerfile on Docker Hub,
+# distroless on gcr.io), read from public Dockerfiles that pin them; the
+# images could not be pulled where this was written. test/deploy checks that every FROM has a digest
 # and that the golang tag is the Go of go.mod's go line.
 #
 # The golang tag names the patch release: the official image sets

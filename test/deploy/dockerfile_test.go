@@ -154,6 +154,14 @@ func TestDockerfile(t *testing.T) {
 		t.Errorf("ENTRYPOINT %v; want the exec form [%q]: the Deployment passes only args", entrypoints, installed)
 	}
 
+	// The BuildKit frontend named by a syntax directive is pulled like a
+	// base image, and pinned like one.
+	if frontend := syntaxDirective(t, "../../Dockerfile"); frontend != "" {
+		if _, _, err := pinnedImage(frontend); err != nil {
+			t.Errorf("# syntax=%s: %v", frontend, err)
+		}
+	}
+
 	// Every base image is pinned: a tag for the reader and a digest for
 	// the pull. A stage built FROM an earlier stage is not an image.
 	stageNames := map[string]bool{}
@@ -225,6 +233,31 @@ func TestDockerfile(t *testing.T) {
 	if !slices.Equal(exposed, declared) {
 		t.Errorf("EXPOSE %v; the Deployment declares %v", exposed, declared)
 	}
+}
+
+// syntaxDirective returns the image of the Dockerfile's "# syntax="
+// parser directive, or "" without one. Directives come before anything
+// else, comments included.
+func syntaxDirective(t *testing.T, path string) string {
+	t.Helper()
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, line := range strings.Split(string(data), "\n") {
+		directive, ok := strings.CutPrefix(strings.TrimSpace(line), "#")
+		if !ok {
+			return ""
+		}
+		key, value, ok := strings.Cut(directive, "=")
+		if !ok {
+			return ""
+		}
+		if strings.EqualFold(strings.TrimSpace(key), "syntax") {
+			return strings.TrimSpace(value)
+		}
+	}
+	return ""
 }
 
 // digestRef matches what follows the "@" of a pinned image reference.
