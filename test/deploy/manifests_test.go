@@ -257,8 +257,10 @@ func TestBuild(t *testing.T) {
 func TestLabels(t *testing.T) {
 	eachBuild(t, func(t *testing.T, objs []object) {
 		check := func(what string, labels map[string]string) {
-			if got := labels["app.kubernetes.io/part-of"]; got != "tributary" {
-				t.Errorf("%s: app.kubernetes.io/part-of is %q, want tributary", what, got)
+			for _, key := range []string{"app.kubernetes.io/name", "app.kubernetes.io/part-of"} {
+				if got := labels[key]; got != "tributary" {
+					t.Errorf("%s: %s is %q, want tributary", what, key, got)
+				}
 			}
 			if labels["app.kubernetes.io/component"] == "" {
 				t.Errorf("%s has no app.kubernetes.io/component label", what)
