@@ -206,16 +206,12 @@ type translateOutput struct {
 	Statuses []translatedStatus
 }
 
-// parseTranslateOutput reads `tributary translate`'s JSON output in
-// either of its shapes: the Envoy-native one (the Clusters in an admin
-// ConfigDump under configDump, the statuses as a Kubernetes List of
-// ExtensionServices) and the flat one it replaces ({"clusters": [...],
-// "statuses": [{"name", "conditions"}]}), which binaries built before the
-// change still print. The flat branch can go once no such binary is
-// tested.
+// parseTranslateOutput reads `tributary translate`'s JSON output: the
+// Clusters in an admin ConfigDump under configDump, the statuses as a
+// Kubernetes List of ExtensionServices.
 func parseTranslateOutput(data []byte) (translateOutput, error) {
 	var raw struct {
-		ConfigDump *struct {
+		ConfigDump struct {
 			Configs []struct {
 				Type     string `json:"@type"`
 				Clusters []struct {
@@ -223,22 +219,12 @@ func parseTranslateOutput(data []byte) (translateOutput, error) {
 				} `json:"dynamicActiveClusters"`
 			} `json:"configs"`
 		} `json:"configDump"`
-		Clusters []translatedCluster `json:"clusters"`
-		Statuses json.RawMessage     `json:"statuses"`
+		Statuses json.RawMessage `json:"statuses"`
 	}
 	if err := json.Unmarshal(data, &raw); err != nil {
 		return translateOutput{}, err
 	}
 	var out translateOutput
-	if raw.ConfigDump == nil {
-		out.Clusters = raw.Clusters
-		if len(raw.Statuses) > 0 {
-			if err := json.Unmarshal(raw.Statuses, &out.Statuses); err != nil {
-				return translateOutput{}, fmt.Errorf("statuses: %w", err)
-			}
-		}
-		return out, nil
-	}
 	for _, c := range raw.ConfigDump.Configs {
 		if c.Type == "type.googleapis.com/envoy.admin.v3.ClustersConfigDump" {
 			for _, dc := range c.Clusters {
@@ -308,7 +294,6 @@ func TestParseTranslateOutput(t *testing.T) {
 			`{"@type":"type.googleapis.com/envoy.admin.v3.EndpointsConfigDump","dynamicEndpointConfigs":[]}]},` +
 			`"statuses":{"apiVersion":"v1","kind":"List","items":[{"metadata":{"name":"ext-authz","namespace":"auth"},` +
 			`"status":{"conditions":[{"type":"Valid","status":"False","message":"no Service"}]}}]}}`,
-		"flat": `{"clusters":[` + cluster + `],"statuses":[{"name":"ext-authz","conditions":[{"type":"Valid","status":"False","message":"no Service"}]}]}`,
 	} {
 		t.Run(name, func(t *testing.T) {
 			out, err := parseTranslateOutput([]byte(doc))
