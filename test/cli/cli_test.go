@@ -176,6 +176,11 @@ func TestMakeRunStopsOnSignal(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// make run builds first; on a fresh machine that compile can outlast
+	// the wait for the server's first log line, so build before.
+	if out, err := exec.Command("make", "--no-print-directory", "-C", root, "build").CombinedOutput(); err != nil {
+		t.Fatalf("make build: %v\n%s", err, out)
+	}
 	p := testproc.Start(t, "make", "--no-print-directory", "-C", root, "run", "RUN_ARGS=", "ARGS=--address 127.0.0.1:0")
 	address := p.WaitLog(t, regexp.MustCompile(`msg="serving gRPC" address=(\S+)`), testproc.Guard)[1]
 	p.Signal(t, syscall.SIGTERM)
