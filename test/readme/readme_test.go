@@ -24,6 +24,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -621,11 +622,7 @@ var address = regexp.MustCompile(`\b(?:localhost|[0-9]+\.[0-9]+\.[0-9]+\.[0-9]+)
 // TestClientDocsNameTheServersAddress keeps the clients' documentation
 // pointing at the address `tributary serve` listens on by default.
 func TestClientDocsNameTheServersAddress(t *testing.T) {
-	m := regexp.MustCompile(`--address host:port .*\(default "([^"]+)"\)`).FindStringSubmatch(help(t, "serve"))
-	if m == nil {
-		t.Fatal("tributary serve --help gives no default --address")
-	}
-	serverDefault := m[1]
+	serverDefault := serveDefaultAddress(t)
 	docs := []string{"client/client.go", "client/python/tributary_client.py", "client/node/README.md", "client/node/src/index.js", "client/node/src/client.js"}
 	for _, doc := range docs {
 		data, err := os.ReadFile(filepath.Join(root, doc))
@@ -642,4 +639,48 @@ func TestClientDocsNameTheServersAddress(t *testing.T) {
 			}
 		}
 	}
+}
+
+// TestMakeRunServesTheREADMEAddresses keeps the README's first step true:
+// `make run` serves the API, xDS and metrics where the walk-through's
+// commands call them.
+func TestMakeRunServesTheREADMEAddresses(t *testing.T) {
+	if _, err := exec.LookPath("make"); err != nil {
+		t.Skip("make is not installed")
+	}
+	out, err := exec.Command("make", "--no-print-directory", "--dry-run", "-C", root, "run").Output()
+	if err != nil {
+		t.Fatalf("make --dry-run run: %v", err)
+	}
+	var serve []string
+	for line := range strings.Lines(string(out)) {
+		if _, args, ok := strings.Cut(line, "bin/tributary serve"); ok {
+			serve = strings.Fields(args)
+		}
+	}
+	if serve == nil {
+		t.Fatalf("make run does not run bin/tributary serve:\n%s", out)
+	}
+	flags := map[string]string{}
+	for i := 0; i+1 < len(serve); i += 2 {
+		flags[serve[i]] = serve[i+1]
+	}
+	want := map[string]string{"--xds-address": readmeXDSAddress, "--metrics-address": readmeMetricsAddress}
+	if len(serve)%2 != 0 || !maps.Equal(flags, want) {
+		t.Errorf("make run runs bin/tributary serve %s; the README's commands need %v (and the default --address)", strings.Join(serve, " "), want)
+	}
+	if got := serveDefaultAddress(t); got != readmeAddress {
+		t.Errorf("tributary serve listens on %s by default; the README's commands call %s", got, readmeAddress)
+	}
+}
+
+// serveDefaultAddress is where `tributary serve` listens without --address,
+// as its help says.
+func serveDefaultAddress(t *testing.T) string {
+	t.Helper()
+	m := regexp.MustCompile(`--address host:port .*\(default "([^"]+)"\)`).FindStringSubmatch(help(t, "serve"))
+	if m == nil {
+		t.Fatal("tributary serve --help gives no default --address")
+	}
+	return m[1]
 }
