@@ -143,9 +143,22 @@ func TestCompletion(t *testing.T) {
 }
 
 // TestServeJSONLogs: with --log-format json every line serve writes is one
-// JSON object, from the first (the address) to the last (stopped).
+// JSON object, from the first (the address) to the last (stopped), gRPC's
+// own lines among them: a connection that does not speak HTTP/2 is one
+// that only gRPC sees, and its line must go through serve's logger.
 func TestServeJSONLogs(t *testing.T) {
 	p := testproc.Start(t, testproc.Build(t), "serve", "--address", "127.0.0.1:0", "--log-format", "json")
+	conn, err := net.Dial("tcp", p.Address)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// At least the 24 bytes of HTTP/2's preface, so that gRPC reads them
+	// all and refuses the connection for what they say.
+	if _, err := conn.Write([]byte("GET / HTTP/1.1\r\nHost: tributary\r\n\r\n")); err != nil {
+		t.Fatal(err)
+	}
+	p.WaitLog(t, regexp.MustCompile(`"msg":"refused a connection before any call","grpc.log":".*received bogus greeting from client`), testproc.Guard)
+	_ = conn.Close()
 	p.Signal(t, syscall.SIGTERM)
 	if code := p.Wait(t, testproc.Guard); code != 0 {
 		t.Fatalf("exit %d after SIGTERM", code)
@@ -160,7 +173,7 @@ func TestServeJSONLogs(t *testing.T) {
 		}
 		msgs = append(msgs, record.Level+" "+record.Msg)
 	}
-	if want := []string{"INFO serving gRPC", "INFO shutting down", "INFO stopped"}; strings.Join(msgs, "\n") != strings.Join(want, "\n") {
+	if want := []string{"INFO serving gRPC", "INFO refused a connection before any call", "INFO shutting down", "INFO stopped"}; strings.Join(msgs, "\n") != strings.Join(want, "\n") {
 		t.Errorf("log records:\n%s\nwant:\n%s", strings.Join(msgs, "\n"), strings.Join(want, "\n"))
 	}
 }
