@@ -23,6 +23,20 @@ REPO_ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 NAME = "extension/auth/ext-authz"
 
 
+
+def config_dump_resources(dump):
+    """The Clusters and ClusterLoadAssignments of an admin ConfigDump in
+    protojson, without the @type each carries as an Any."""
+    def bare(resource):
+        return {k: v for k, v in resource.items() if k != "@type"}
+    clusters, assignments = [], []
+    for section in dump["configs"]:
+        if section["@type"].endswith(".ClustersConfigDump"):
+            clusters = [bare(c["cluster"]) for c in section.get("dynamicActiveClusters", [])]
+        elif section["@type"].endswith(".EndpointsConfigDump"):
+            assignments = [bare(e["endpointConfig"]) for e in section.get("dynamicEndpointConfigs", [])]
+    return clusters, assignments
+
 class Server:
     """A `tributary serve --address 127.0.0.1:0`, its address read from its
     first log line."""
@@ -93,8 +107,11 @@ class TributaryClientTest(unittest.TestCase):
         cli = json.loads(subprocess.run(
             [self.server.binary, "translate", "-f", "examples/extauth.yaml", "-o", "json"],
             cwd=REPO_ROOT, check=True, capture_output=True, text=True).stdout)
-        self.assertEqual([r.json for r in got.clusters], cli["clusters"])
-        self.assertEqual([r.json for r in got.cluster_load_assignments], cli["clusterLoadAssignments"])
+        # It prints an Envoy ConfigDump: each resource wrapped with its
+        # version, and its @type inline.
+        clusters, assignments = config_dump_resources(cli["configDump"])
+        self.assertEqual([r.json for r in got.clusters], clusters)
+        self.assertEqual([r.json for r in got.cluster_load_assignments], assignments)
         self.assertEqual([(s.name, s.conditions[0].status, s.response_timeout) for s in got.statuses],
                          [("ext-authz", "True", "500ms")])
 

@@ -28,6 +28,27 @@ async function exampleRequest() {
   return requestFromJson(JSON.parse(await readFile(join(repoRoot, "examples/grpc/translate-request.json"), "utf8")));
 }
 
+/**
+ * The Clusters and ClusterLoadAssignments of an admin ConfigDump in
+ * protojson, without the @type each carries as an Any.
+ * @param {any} dump
+ */
+function configDumpResources(dump) {
+  const bare = (/** @type {any} */ { "@type": _, ...resource }) => resource;
+  /** @type {any[]} */
+  let clusters = [];
+  /** @type {any[]} */
+  let assignments = [];
+  for (const section of dump.configs) {
+    if (section["@type"].endsWith(".ClustersConfigDump")) {
+      clusters = (section.dynamicActiveClusters ?? []).map((/** @type {any} */ c) => bare(c.cluster));
+    } else if (section["@type"].endsWith(".EndpointsConfigDump")) {
+      assignments = (section.dynamicEndpointConfigs ?? []).map((/** @type {any} */ e) => bare(e.endpointConfig));
+    }
+  }
+  return { clusters, assignments };
+}
+
 describe("translate", () => {
   /** @type {import("../testing/server.js").RunningServer} */
   let server;
@@ -67,9 +88,11 @@ describe("translate", () => {
     // The whole JSON equals what the command line prints for the same
     // objects (examples/extauth.yaml), which renders through another path.
     const { stdout } = await promisify(execFile)(server.binary, ["translate", "-f", "examples/extauth.yaml", "-o", "json"], { cwd: repoRoot });
-    const cli = JSON.parse(stdout);
-    assert.deepEqual(got.clusters.map((r) => r.json), cli.clusters);
-    assert.deepEqual(got.clusterLoadAssignments.map((r) => r.json), cli.clusterLoadAssignments);
+    // It prints an Envoy ConfigDump: each resource wrapped with its
+    // version, and its @type inline.
+    const { clusters, assignments } = configDumpResources(JSON.parse(stdout).configDump);
+    assert.deepEqual(got.clusters.map((r) => r.json), clusters);
+    assert.deepEqual(got.clusterLoadAssignments.map((r) => r.json), assignments);
 
     assert.deepEqual(got.statuses.map((s) => toJson(ExtensionServiceStatusSchema, s)), [{
       namespace: "auth",
