@@ -75,12 +75,17 @@ func (s *byteSize) Set(v string) error {
 	if err != nil {
 		return fmt.Errorf("%q is not a quantity (a number of bytes, or with a suffix such as Ki, Mi or Gi: 64Mi)", v)
 	}
-	n, exact := q.AsInt64()
+	// AsInt64 refuses any quantity written with a fraction, 1.5Mi too; a
+	// whole number of bytes is one that Value (which rounds up) keeps.
 	switch {
-	case !exact || q.Sign() < 0:
+	case q.Sign() < 0:
 		return fmt.Errorf("%q is not a whole, non-negative number of bytes", v)
-	case n > maxByteSize:
+	case q.Cmp(*resource.NewQuantity(maxByteSize, resource.BinarySI)) > 0:
 		return fmt.Errorf("%q is too large (at most %d bytes, just under 2Gi)", v, maxByteSize)
+	}
+	n := q.Value()
+	if q.Cmp(*resource.NewQuantity(n, resource.BinarySI)) != 0 {
+		return fmt.Errorf("%q is not a whole, non-negative number of bytes", v)
 	}
 	*s = byteSize(n)
 	return nil

@@ -436,7 +436,7 @@ func TestViolationSource(t *testing.T) {
 }
 
 func TestByteSize(t *testing.T) {
-	for in, want := range map[string]byteSize{"0": 0, "1048576": 1 << 20, "64Mi": 64 << 20, "3Ki": 3 << 10, "1Gi": 1 << 30, "12": 12, "1k": 1000, "2M": 2_000_000} {
+	for in, want := range map[string]byteSize{"0": 0, "1048576": 1 << 20, "64Mi": 64 << 20, "3Ki": 3 << 10, "1Gi": 1 << 30, "12": 12, "1k": 1000, "2M": 2_000_000, "1.5Mi": 3 << 20 / 2, "1e3": 1000} {
 		var s byteSize
 		if err := s.Set(in); err != nil || s != want {
 			t.Errorf("Set(%q) = %d, %v; want %d", in, s, err, want)
@@ -447,6 +447,7 @@ func TestByteSize(t *testing.T) {
 		"64MiB": `"64MiB" is not a quantity (a number of bytes, or with a suffix such as Ki, Mi or Gi: 64Mi)`,
 		"-1":    `"-1" is not a whole, non-negative number of bytes`,
 		"1.5":   `"1.5" is not a whole, non-negative number of bytes`,
+		"0.1Ki": `"0.1Ki" is not a whole, non-negative number of bytes`,
 		"2Gi":   `"2Gi" is too large (at most 2147483647 bytes, just under 2Gi)`,
 	} {
 		var s byteSize
