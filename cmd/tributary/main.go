@@ -14,6 +14,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strings"
 
 	"github.com/spf13/cobra"
 	"google.golang.org/grpc/grpclog"
@@ -121,5 +122,39 @@ func newRootCommand(std stdio) *cobra.Command {
 		newXDSCommand(std),
 		newVersionCommand(std),
 	)
+	adoptStandardCommands(root)
 	return root
+}
+
+// adoptStandardCommands puts the help and completion commands cobra adds
+// under our usage rules: an unknown help topic or shell, or an argument
+// too many, is a usage error (exit 2), where cobra would print help and
+// exit 0, or fail with exit 1.
+func adoptStandardCommands(root *cobra.Command) {
+	root.InitDefaultHelpCmd()
+	root.InitDefaultCompletionCmd()
+	for _, cmd := range root.Commands() {
+		switch cmd.Name() {
+		case "help":
+			cmd.Run = nil
+			cmd.RunE = func(cmd *cobra.Command, args []string) error {
+				topic, rest, err := cmd.Root().Find(args)
+				if err != nil || len(rest) > 0 {
+					return usageErrorf("unknown help topic %q", strings.Join(args, " "))
+				}
+				// As cobra's own help does: a command's --help flag exists
+				// only once it runs, and its usage line lists it.
+				topic.InitDefaultHelpFlag()
+				return topic.Help()
+			}
+		case "completion":
+			// A command that only groups others must run to have its
+			// arguments checked (see newXDSCommand).
+			cmd.Args = subcommandArgs
+			cmd.RunE = func(cmd *cobra.Command, _ []string) error { return cmd.Help() }
+			for _, shell := range cmd.Commands() {
+				shell.Args = noArgs
+			}
+		}
+	}
 }

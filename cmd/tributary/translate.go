@@ -83,6 +83,10 @@ invalid ExtensionService on standard error.`,
 	fs := cmd.Flags()
 	fs.StringArrayVarP(&f.paths, "filename", "f", nil,
 		"manifest `PATH`: a YAML or JSON file, a directory (the .json, .yaml and .yml files directly in it) or - for stdin; repeatable")
+	// Shells offer directories and the files -f reads in them.
+	if err := cmd.MarkFlagFilename("filename", "json", "yaml", "yml"); err != nil {
+		panic(err)
+	}
 	fs.BoolVarP(&f.recursive, "recursive", "R", false, "read the subdirectories of -f directories too, as kubectl -R does")
 	fs.StringVar(&f.settingsPath, "settings", "", "YAML `FILE` of translator settings (xdsClusterName, connectTimeout, globalCircuitBreakers, clientCertificate, upstreamTLS)")
 	fs.StringVarP(&f.format, "output", "o", "json", "output `format`: json or yaml")

@@ -81,6 +81,11 @@ func TestExitCodes(t *testing.T) {
 		{[]string{"--bogus"}, 2, "error: unknown flag: --bogus\nRun 'tributary --help' for usage.\n"},
 		{[]string{"serve", "--bogus"}, 2, "error: unknown flag: --bogus\nRun 'tributary serve --help' for usage.\n"},
 		{[]string{"version", "extra"}, 2, "error: \"tributary version\" takes no arguments, got \"extra\"\nRun 'tributary version --help' for usage.\n"},
+		// cobra's own commands follow the same rules.
+		{[]string{"help", "bogus"}, 2, "error: unknown help topic \"bogus\"\nRun 'tributary help --help' for usage.\n"},
+		{[]string{"completion", "bogus"}, 2, "error: unknown command \"bogus\" for \"tributary completion\"\nRun 'tributary completion --help' for usage.\n"},
+		{[]string{"completion", "bash", "extra"}, 2,
+			"error: \"tributary completion bash\" takes no arguments, got \"extra\"\nRun 'tributary completion bash --help' for usage.\n"},
 		{[]string{"serve", "--max-message-size", "many"}, 2,
 			"error: invalid argument \"many\" for \"--max-message-size\" flag: \"many\" is not a quantity (a number of bytes, or with a suffix such as Ki, Mi or Gi: 64Mi)\nRun 'tributary serve --help' for usage.\n"},
 		{[]string{"translate", "-f", missing}, 1, "error: stat " + missing + ": no such file or directory\n"},
@@ -132,8 +137,11 @@ func TestCompletion(t *testing.T) {
 		want string
 	}{
 		{[]string{"__complete", "tr"}, "translate\tTranslate manifests once and print the result\n:4\n"},
+		{[]string{"__complete", "help", "tr"}, "translate\tTranslate manifests once and print the result\n:4\n"},
 		{[]string{"__complete", "serve", "--log-format", ""}, "text\njson\n:4\n"},
 		{[]string{"__complete", "xds", "status", "-o", ""}, "table\njson\n:4\n"},
+		// 8 asks the shell for files with these extensions (and directories).
+		{[]string{"__complete", "translate", "-f", ""}, "json\nyaml\nyml\n:8\n"},
 	} {
 		got := runBinary(t, tc.args...)
 		if got.code != 0 || got.stdout != tc.want {
@@ -167,11 +175,16 @@ func TestServeJSONLogs(t *testing.T) {
 	for line := range strings.Lines(p.Log()) {
 		var record struct {
 			Level, Msg string
+			// Set on "shutting down": a duration, written as the flag is.
+			Timeout any
 		}
 		if err := json.Unmarshal([]byte(line), &record); err != nil || record.Level == "" {
 			t.Fatalf("not a JSON log record: %q (%v)", line, err)
 		}
 		msgs = append(msgs, record.Level+" "+record.Msg)
+		if record.Msg == "shutting down" && record.Timeout != "10s" {
+			t.Errorf("shutting down with timeout %#v, want \"10s\" (--shutdown-timeout's default)", record.Timeout)
+		}
 	}
 	if want := []string{"INFO serving gRPC", "INFO refused a connection before any call", "INFO shutting down", "INFO stopped"}; strings.Join(msgs, "\n") != strings.Join(want, "\n") {
 		t.Errorf("log records:\n%s\nwant:\n%s", strings.Join(msgs, "\n"), strings.Join(want, "\n"))
