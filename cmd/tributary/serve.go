@@ -88,6 +88,14 @@ func newLogger(w io.Writer, levelName, format string) (*slog.Logger, error) {
 	case "text":
 		return slog.New(slog.NewTextHandler(w, opts)), nil
 	case "json":
+		// Durations as the text handler and the flags write them ("10s"),
+		// not slog's JSON default of nanoseconds.
+		opts.ReplaceAttr = func(_ []string, a slog.Attr) slog.Attr {
+			if a.Value.Kind() == slog.KindDuration {
+				a.Value = slog.StringValue(a.Value.Duration().String())
+			}
+			return a
+		}
 		return slog.New(slog.NewJSONHandler(w, opts)), nil
 	default:
 		return nil, usageErrorf("invalid --log-format %q: want text or json", format)

@@ -97,9 +97,9 @@ func (f *limitFlags) resolve(memoryLimit int64) error {
 	if f.messageSize == 0 {
 		f.messageSize = byteSize(min(int64(f.inflightBytes)/server.DecodeAmplification, server.DefaultMaxMsgSize))
 	}
-	if need := int64(f.messageSize) * server.DecodeAmplification; need > int64(f.inflightBytes) {
-		return fmt.Errorf("--max-message-size %s needs --max-inflight-bytes of at least %d (%d times the message size: what a message costs once decoded), not %s",
-			&f.messageSize, need, server.DecodeAmplification, &f.inflightBytes)
+	if need := f.messageSize * server.DecodeAmplification; need > f.inflightBytes {
+		return fmt.Errorf("--max-message-size %s needs --max-inflight-bytes of at least %s (%d times the message size: what a message costs once decoded), not %s",
+			&f.messageSize, &need, server.DecodeAmplification, &f.inflightBytes)
 	}
 	return nil
 }

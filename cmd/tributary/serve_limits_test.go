@@ -41,7 +41,7 @@ func TestLimitDefaultsFollowMemory(t *testing.T) {
 		{"a large machine", nil, 64 << 30, math.MaxInt32, math.MaxInt32 / server.DecodeAmplification, 64 << 20, ""},
 		{"explicit", []string{"--max-inflight-bytes", "2Mi", "--max-message-size", "64Ki", "--max-response-size", "128Mi"}, 1 << 30, 2 << 20, 64 << 10, 128 << 20, ""},
 		{"message over the budget", []string{"--max-inflight-bytes", "2Mi", "--max-message-size", "1Mi"}, math.MaxInt64, 0, 0, 0,
-			"--max-message-size 1Mi needs --max-inflight-bytes of at least 33554432 (32 times the message size: what a message costs once decoded), not 2Mi"},
+			"--max-message-size 1Mi needs --max-inflight-bytes of at least 32Mi (32 times the message size: what a message costs once decoded), not 2Mi"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			fs := pflag.NewFlagSet("serve", pflag.ContinueOnError)
