@@ -195,6 +195,10 @@ func StartEnv(tb testing.TB, bin string, env []string, args ...string) *Process 
 		tb.Fatal(err)
 	}
 	cmd.Stderr = p.log
+	// A child the program leaves running (a server that outlives the make
+	// that started it, say) would hold the output pipes open and Wait
+	// with them: the test would hang rather than fail.
+	cmd.WaitDelay = stopGrace
 	if err := cmd.Start(); err != nil {
 		tb.Fatalf("start %s: %v", p.name, err)
 	}
