@@ -185,34 +185,44 @@ func indentedJSON(v any) ([]byte, error) {
 func configDump(resp *tributaryv1.TranslateResponse, what outputType) (json.RawMessage, error) {
 	dump := &adminv3.ConfigDump{}
 	if what != outputEndpoint {
-		clusters := &adminv3.ClustersConfigDump{}
-		for _, r := range resp.GetClusters() {
-			res, err := envoyResource(r, &clusterv3.Cluster{})
-			if err != nil {
-				return nil, err
-			}
-			clusters.DynamicActiveClusters = append(clusters.DynamicActiveClusters,
-				&adminv3.ClustersConfigDump_DynamicCluster{VersionInfo: r.GetVersion(), Cluster: res})
+		entries, err := dumpEntries(resp.GetClusters(), &clusterv3.Cluster{},
+			func(version string, res *anypb.Any) *adminv3.ClustersConfigDump_DynamicCluster {
+				return &adminv3.ClustersConfigDump_DynamicCluster{VersionInfo: version, Cluster: res}
+			})
+		if err != nil {
+			return nil, err
 		}
-		if err := appendConfig(dump, clusters); err != nil {
+		if err := appendConfig(dump, &adminv3.ClustersConfigDump{DynamicActiveClusters: entries}); err != nil {
 			return nil, err
 		}
 	}
 	if what != outputCluster {
-		endpoints := &adminv3.EndpointsConfigDump{}
-		for _, r := range resp.GetClusterLoadAssignments() {
-			res, err := envoyResource(r, &endpointv3.ClusterLoadAssignment{})
-			if err != nil {
-				return nil, err
-			}
-			endpoints.DynamicEndpointConfigs = append(endpoints.DynamicEndpointConfigs,
-				&adminv3.EndpointsConfigDump_DynamicEndpointConfig{VersionInfo: r.GetVersion(), EndpointConfig: res})
+		entries, err := dumpEntries(resp.GetClusterLoadAssignments(), &endpointv3.ClusterLoadAssignment{},
+			func(version string, res *anypb.Any) *adminv3.EndpointsConfigDump_DynamicEndpointConfig {
+				return &adminv3.EndpointsConfigDump_DynamicEndpointConfig{VersionInfo: version, EndpointConfig: res}
+			})
+		if err != nil {
+			return nil, err
 		}
-		if err := appendConfig(dump, endpoints); err != nil {
+		if err := appendConfig(dump, &adminv3.EndpointsConfigDump{DynamicEndpointConfigs: entries}); err != nil {
 			return nil, err
 		}
 	}
 	return protojson.Marshal(dump)
+}
+
+// dumpEntries wraps each resource, checked to be of want's type, in the
+// ConfigDump entry entry makes of its version and its Any.
+func dumpEntries[E any](resources []*tributaryv1.Resource, want proto.Message, entry func(version string, res *anypb.Any) E) ([]E, error) {
+	var entries []E
+	for _, r := range resources {
+		res, err := envoyResource(r, want)
+		if err != nil {
+			return nil, err
+		}
+		entries = append(entries, entry(r.GetVersion(), res))
+	}
+	return entries, nil
 }
 
 // appendConfig adds one section to dump, packed as Envoy packs it.
