@@ -112,7 +112,6 @@ func newLogger(w io.Writer, levelName, format string) (*slog.Logger, error) {
 // the command with exitError.
 func runServe(ctx context.Context, f *serveFlags, std stdio) error {
 	limits, xdsFlags, metricsFlags, tlsFlags := f.limits, f.xds, f.metrics, f.tls
-	address, shutdownTimeout := &f.address, &f.shutdownTimeout
 	logger, err := newLogger(std.err, f.logLevel, f.logFormat)
 	if err != nil {
 		return err
@@ -137,9 +136,9 @@ func runServe(ctx context.Context, f *serveFlags, std stdio) error {
 	}
 	defer security.close()
 
-	lis, err := net.Listen("tcp", *address)
+	lis, err := net.Listen("tcp", f.address)
 	if err != nil {
-		logger.Error("cannot listen", "address", *address, "error", err)
+		logger.Error("cannot listen", "address", f.address, "error", err)
 		return exitError{exitFailure}
 	}
 	metricsEndpoint, err := metricsFlags.listen(recorder)
@@ -217,10 +216,10 @@ func runServe(ctx context.Context, f *serveFlags, std stdio) error {
 	// while the calls in flight finish.
 	healthServer.Shutdown()
 	metricsEndpoint.setReady(false)
-	logger.Info("shutting down", "timeout", *shutdownTimeout)
+	logger.Info("shutting down", "timeout", f.shutdownTimeout)
 	close(draining)
 
-	stopWithin(srv, *shutdownTimeout, logger, "in-flight calls did not finish in time; closing connections")
+	stopWithin(srv, f.shutdownTimeout, logger, "in-flight calls did not finish in time; closing connections")
 	select {
 	case err := <-served:
 		if err != nil {

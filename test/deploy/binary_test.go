@@ -65,10 +65,9 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
-// flagLine matches a flag's line in `tributary serve -h`: pflag's
-// "      --address host:port" or "  -h, --help", and the flag package's
-// "  -address host:port" that came before it.
-var flagLine = regexp.MustCompile(`(?m)^ {2,}(?:-[a-zA-Z], )?--?([a-z0-9][a-z0-9-]*)\b`)
+// flagLine matches a flag's line in `tributary serve -h`, as pflag prints
+// it: "      --address host:port" or "  -h, --help".
+var flagLine = regexp.MustCompile(`(?m)^ {2,}(?:-[a-zA-Z], )?--([a-z0-9][a-z0-9-]*)\b`)
 
 // serveFlags returns the names of the flags `tributary serve -h` lists.
 func serveFlags(t *testing.T) map[string]bool {

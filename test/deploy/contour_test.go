@@ -288,26 +288,21 @@ func clientCertificateSecret(t *testing.T, namespace, name string) string {
 
 func TestParseTranslateOutput(t *testing.T) {
 	const cluster = `{"connectTimeout":"2s","edsClusterConfig":{"edsConfig":{"apiConfigSource":{"grpcServices":[{"envoyGrpc":{"clusterName":"contour"}}]}}}}`
-	for name, doc := range map[string]string{
-		"envoy-native": `{"configDump":{"configs":[` +
-			`{"@type":"type.googleapis.com/envoy.admin.v3.ClustersConfigDump","dynamicActiveClusters":[{"versionInfo":"1","cluster":` + cluster + `}]},` +
-			`{"@type":"type.googleapis.com/envoy.admin.v3.EndpointsConfigDump","dynamicEndpointConfigs":[]}]},` +
-			`"statuses":{"apiVersion":"v1","kind":"List","items":[{"metadata":{"name":"ext-authz","namespace":"auth"},` +
-			`"status":{"conditions":[{"type":"Valid","status":"False","message":"no Service"}]}}]}}`,
-	} {
-		t.Run(name, func(t *testing.T) {
-			out, err := parseTranslateOutput([]byte(doc))
-			if err != nil {
-				t.Fatal(err)
-			}
-			if len(out.Clusters) != 1 || out.Clusters[0].ConnectTimeout != "2s" ||
-				out.Clusters[0].EDSClusterConfig.EDSConfig.APIConfigSource.GRPCServices[0].EnvoyGRPC.ClusterName != "contour" {
-				t.Errorf("clusters %+v", out.Clusters)
-			}
-			if len(out.Statuses) != 1 || out.Statuses[0].Name != "ext-authz" || len(out.Statuses[0].Conditions) != 1 ||
-				out.Statuses[0].Conditions[0].Status != "False" || out.Statuses[0].Conditions[0].Message != "no Service" {
-				t.Errorf("statuses %+v", out.Statuses)
-			}
-		})
+	const doc = `{"configDump":{"configs":[` +
+		`{"@type":"type.googleapis.com/envoy.admin.v3.ClustersConfigDump","dynamicActiveClusters":[{"versionInfo":"1","cluster":` + cluster + `}]},` +
+		`{"@type":"type.googleapis.com/envoy.admin.v3.EndpointsConfigDump","dynamicEndpointConfigs":[]}]},` +
+		`"statuses":{"apiVersion":"v1","kind":"List","items":[{"metadata":{"name":"ext-authz","namespace":"auth"},` +
+		`"status":{"conditions":[{"type":"Valid","status":"False","message":"no Service"}]}}]}}`
+	out, err := parseTranslateOutput([]byte(doc))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(out.Clusters) != 1 || out.Clusters[0].ConnectTimeout != "2s" ||
+		out.Clusters[0].EDSClusterConfig.EDSConfig.APIConfigSource.GRPCServices[0].EnvoyGRPC.ClusterName != "contour" {
+		t.Errorf("clusters %+v", out.Clusters)
+	}
+	if len(out.Statuses) != 1 || out.Statuses[0].Name != "ext-authz" || len(out.Statuses[0].Conditions) != 1 ||
+		out.Statuses[0].Conditions[0].Status != "False" || out.Statuses[0].Conditions[0].Message != "no Service" {
+		t.Errorf("statuses %+v", out.Statuses)
 	}
 }
