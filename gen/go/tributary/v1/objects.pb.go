@@ -33,7 +33,11 @@ type ObjectMeta struct {
 	Generation int64 `protobuf:"varint,3,opt,name=generation,proto3" json:"generation,omitempty"`
 	// Labels of the object. EndpointSlices are matched to Services through
 	// the label kubernetes.io/service-name.
-	Labels        map[string]string `protobuf:"bytes,4,rep,name=labels,proto3" json:"labels,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
+	Labels map[string]string `protobuf:"bytes,4,rep,name=labels,proto3" json:"labels,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
+	// Annotations of the object. Translation reads only those of an
+	// ExtensionService whose key starts with "tributary.dev/" (see
+	// ExtensionOptions); the others are ignored.
+	Annotations   map[string]string `protobuf:"bytes,5,rep,name=annotations,proto3" json:"annotations,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -92,6 +96,13 @@ func (x *ObjectMeta) GetGeneration() int64 {
 func (x *ObjectMeta) GetLabels() map[string]string {
 	if x != nil {
 		return x.Labels
+	}
+	return nil
+}
+
+func (x *ObjectMeta) GetAnnotations() map[string]string {
+	if x != nil {
+		return x.Annotations
 	}
 	return nil
 }
@@ -311,8 +322,13 @@ type ExtensionServiceSpec struct {
 	// Circuit breaker thresholds (spec.circuitBreakerPolicy); when set they
 	// replace Settings.global_circuit_breakers entirely.
 	CircuitBreakerPolicy *CircuitBreakers `protobuf:"bytes,7,opt,name=circuit_breaker_policy,json=circuitBreakerPolicy,proto3" json:"circuit_breaker_policy,omitempty"`
-	unknownFields        protoimpl.UnknownFields
-	sizeCache            protoimpl.SizeCache
+	// Options Contour's CRD has no field for. Not part of Contour's
+	// ExtensionService: a Kubernetes user sets the same options as
+	// "tributary.dev/" annotations. Each group set here replaces the same
+	// group from annotations and from Settings.extension_defaults as a whole.
+	Options       *ExtensionOptions `protobuf:"bytes,8,opt,name=options,proto3" json:"options,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *ExtensionServiceSpec) Reset() {
@@ -394,6 +410,772 @@ func (x *ExtensionServiceSpec) GetCircuitBreakerPolicy() *CircuitBreakers {
 	return nil
 }
 
+func (x *ExtensionServiceSpec) GetOptions() *ExtensionOptions {
+	if x != nil {
+		return x.Options
+	}
+	return nil
+}
+
+// ExtensionOptions are the settings of an extension Cluster beyond Contour's
+// CRD, in groups. A group that is present replaces the group of lower
+// precedence whole, never field by field: an ExtensionService's
+// spec.options, then its "tributary.dev/" annotations, then
+// Settings.extension_defaults. Durations are Go durations ("5s", "250ms").
+// docs/translation.md gives each field's annotation, default and Envoy
+// field.
+type ExtensionOptions struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Active gRPC health checks (grpc.health.v1) from Envoy to each endpoint.
+	HealthCheck *HealthCheck `protobuf:"bytes,1,opt,name=health_check,json=healthCheck,proto3" json:"health_check,omitempty"`
+	// Passive health checking: endpoints that fail are ejected for a while.
+	OutlierDetection *OutlierDetection `protobuf:"bytes,2,opt,name=outlier_detection,json=outlierDetection,proto3" json:"outlier_detection,omitempty"`
+	// TLS towards an h2 extension: SNI, client certificate, versions.
+	Tls *ExtensionTLS `protobuf:"bytes,3,opt,name=tls,proto3" json:"tls,omitempty"`
+	// HTTP/2 PING keepalive on connections to the extension.
+	Http2Keepalive *Http2Keepalive `protobuf:"bytes,4,opt,name=http2_keepalive,json=http2Keepalive,proto3" json:"http2_keepalive,omitempty"`
+	// TCP keepalive on connections to the extension.
+	TcpKeepalive *TcpKeepalive `protobuf:"bytes,5,opt,name=tcp_keepalive,json=tcpKeepalive,proto3" json:"tcp_keepalive,omitempty"`
+	// Limits on the life of a connection to the extension.
+	ConnectionLimits *ConnectionLimits `protobuf:"bytes,6,opt,name=connection_limits,json=connectionLimits,proto3" json:"connection_limits,omitempty"`
+	// Slow start for new endpoints (round robin and least request only).
+	SlowStart *SlowStart `protobuf:"bytes,7,opt,name=slow_start,json=slowStart,proto3" json:"slow_start,omitempty"`
+	// Tuning of strategy ClientSideWeightedRoundRobin; ignored otherwise.
+	ClientSideWeightedRoundRobin *ClientSideWeightedRoundRobin `protobuf:"bytes,8,opt,name=client_side_weighted_round_robin,json=clientSideWeightedRoundRobin,proto3" json:"client_side_weighted_round_robin,omitempty"`
+	unknownFields                protoimpl.UnknownFields
+	sizeCache                    protoimpl.SizeCache
+}
+
+func (x *ExtensionOptions) Reset() {
+	*x = ExtensionOptions{}
+	mi := &file_tributary_v1_objects_proto_msgTypes[4]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ExtensionOptions) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ExtensionOptions) ProtoMessage() {}
+
+func (x *ExtensionOptions) ProtoReflect() protoreflect.Message {
+	mi := &file_tributary_v1_objects_proto_msgTypes[4]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ExtensionOptions.ProtoReflect.Descriptor instead.
+func (*ExtensionOptions) Descriptor() ([]byte, []int) {
+	return file_tributary_v1_objects_proto_rawDescGZIP(), []int{4}
+}
+
+func (x *ExtensionOptions) GetHealthCheck() *HealthCheck {
+	if x != nil {
+		return x.HealthCheck
+	}
+	return nil
+}
+
+func (x *ExtensionOptions) GetOutlierDetection() *OutlierDetection {
+	if x != nil {
+		return x.OutlierDetection
+	}
+	return nil
+}
+
+func (x *ExtensionOptions) GetTls() *ExtensionTLS {
+	if x != nil {
+		return x.Tls
+	}
+	return nil
+}
+
+func (x *ExtensionOptions) GetHttp2Keepalive() *Http2Keepalive {
+	if x != nil {
+		return x.Http2Keepalive
+	}
+	return nil
+}
+
+func (x *ExtensionOptions) GetTcpKeepalive() *TcpKeepalive {
+	if x != nil {
+		return x.TcpKeepalive
+	}
+	return nil
+}
+
+func (x *ExtensionOptions) GetConnectionLimits() *ConnectionLimits {
+	if x != nil {
+		return x.ConnectionLimits
+	}
+	return nil
+}
+
+func (x *ExtensionOptions) GetSlowStart() *SlowStart {
+	if x != nil {
+		return x.SlowStart
+	}
+	return nil
+}
+
+func (x *ExtensionOptions) GetClientSideWeightedRoundRobin() *ClientSideWeightedRoundRobin {
+	if x != nil {
+		return x.ClientSideWeightedRoundRobin
+	}
+	return nil
+}
+
+// HealthCheck configures active gRPC health checks.
+type HealthCheck struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The service name sent in grpc.health.v1.HealthCheckRequest; empty asks
+	// about the server as a whole.
+	ServiceName *string `protobuf:"bytes,1,opt,name=service_name,json=serviceName,proto3,oneof" json:"service_name,omitempty"`
+	// The :authority of health check requests; empty means the Cluster name.
+	Authority *string `protobuf:"bytes,2,opt,name=authority,proto3,oneof" json:"authority,omitempty"`
+	// Time between checks of one endpoint. Default 5s.
+	Interval *string `protobuf:"bytes,3,opt,name=interval,proto3,oneof" json:"interval,omitempty"`
+	// Time to wait for an answer. Default 1s.
+	Timeout *string `protobuf:"bytes,4,opt,name=timeout,proto3,oneof" json:"timeout,omitempty"`
+	// Failed checks before an endpoint is unhealthy. Default 3.
+	UnhealthyThreshold *uint32 `protobuf:"varint,5,opt,name=unhealthy_threshold,json=unhealthyThreshold,proto3,oneof" json:"unhealthy_threshold,omitempty"`
+	// Passed checks before an unhealthy endpoint is healthy again. Default 1.
+	HealthyThreshold *uint32 `protobuf:"varint,6,opt,name=healthy_threshold,json=healthyThreshold,proto3,oneof" json:"healthy_threshold,omitempty"`
+	// The port to check, when it is not the endpoint's serving port.
+	Port          *uint32 `protobuf:"varint,7,opt,name=port,proto3,oneof" json:"port,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *HealthCheck) Reset() {
+	*x = HealthCheck{}
+	mi := &file_tributary_v1_objects_proto_msgTypes[5]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *HealthCheck) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*HealthCheck) ProtoMessage() {}
+
+func (x *HealthCheck) ProtoReflect() protoreflect.Message {
+	mi := &file_tributary_v1_objects_proto_msgTypes[5]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use HealthCheck.ProtoReflect.Descriptor instead.
+func (*HealthCheck) Descriptor() ([]byte, []int) {
+	return file_tributary_v1_objects_proto_rawDescGZIP(), []int{5}
+}
+
+func (x *HealthCheck) GetServiceName() string {
+	if x != nil && x.ServiceName != nil {
+		return *x.ServiceName
+	}
+	return ""
+}
+
+func (x *HealthCheck) GetAuthority() string {
+	if x != nil && x.Authority != nil {
+		return *x.Authority
+	}
+	return ""
+}
+
+func (x *HealthCheck) GetInterval() string {
+	if x != nil && x.Interval != nil {
+		return *x.Interval
+	}
+	return ""
+}
+
+func (x *HealthCheck) GetTimeout() string {
+	if x != nil && x.Timeout != nil {
+		return *x.Timeout
+	}
+	return ""
+}
+
+func (x *HealthCheck) GetUnhealthyThreshold() uint32 {
+	if x != nil && x.UnhealthyThreshold != nil {
+		return *x.UnhealthyThreshold
+	}
+	return 0
+}
+
+func (x *HealthCheck) GetHealthyThreshold() uint32 {
+	if x != nil && x.HealthyThreshold != nil {
+		return *x.HealthyThreshold
+	}
+	return 0
+}
+
+func (x *HealthCheck) GetPort() uint32 {
+	if x != nil && x.Port != nil {
+		return *x.Port
+	}
+	return 0
+}
+
+// OutlierDetection configures passive health checking.
+type OutlierDetection struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Consecutive gateway failures (502, 503, 504, or connection failures
+	// when split_external_local_origin_errors is off) before ejection.
+	ConsecutiveGatewayFailure *uint32 `protobuf:"varint,1,opt,name=consecutive_gateway_failure,json=consecutiveGatewayFailure,proto3,oneof" json:"consecutive_gateway_failure,omitempty"`
+	// Consecutive locally originated failures (connection errors, resets,
+	// timeouts) before ejection. Setting it splits local from external errors.
+	ConsecutiveLocalOriginFailure *uint32 `protobuf:"varint,2,opt,name=consecutive_local_origin_failure,json=consecutiveLocalOriginFailure,proto3,oneof" json:"consecutive_local_origin_failure,omitempty"`
+	// Percentage of failed requests above which an endpoint is ejected,
+	// checked every interval (the failure percentage algorithm; gRPC's xDS
+	// client implements this one).
+	FailurePercentageThreshold *uint32 `protobuf:"varint,3,opt,name=failure_percentage_threshold,json=failurePercentageThreshold,proto3,oneof" json:"failure_percentage_threshold,omitempty"`
+	// Fewest endpoints with enough requests for failure percentage ejection
+	// to run. Default 5.
+	FailurePercentageMinimumHosts *uint32 `protobuf:"varint,4,opt,name=failure_percentage_minimum_hosts,json=failurePercentageMinimumHosts,proto3,oneof" json:"failure_percentage_minimum_hosts,omitempty"`
+	// Fewest requests an endpoint must see in an interval to be judged by
+	// failure percentage. Default 50.
+	FailurePercentageRequestVolume *uint32 `protobuf:"varint,5,opt,name=failure_percentage_request_volume,json=failurePercentageRequestVolume,proto3,oneof" json:"failure_percentage_request_volume,omitempty"`
+	// Time between ejection sweeps. Default 10s.
+	Interval *string `protobuf:"bytes,6,opt,name=interval,proto3,oneof" json:"interval,omitempty"`
+	// Base ejection time, multiplied by the times an endpoint was ejected.
+	// Default 30s.
+	BaseEjectionTime *string `protobuf:"bytes,7,opt,name=base_ejection_time,json=baseEjectionTime,proto3,oneof" json:"base_ejection_time,omitempty"`
+	// Most ejection time. Default 300s.
+	MaxEjectionTime *string `protobuf:"bytes,8,opt,name=max_ejection_time,json=maxEjectionTime,proto3,oneof" json:"max_ejection_time,omitempty"`
+	// Most endpoints of the whole Cluster (all its Services together)
+	// ejected at once, in percent. Default 10.
+	MaxEjectionPercent *uint32 `protobuf:"varint,9,opt,name=max_ejection_percent,json=maxEjectionPercent,proto3,oneof" json:"max_ejection_percent,omitempty"`
+	unknownFields      protoimpl.UnknownFields
+	sizeCache          protoimpl.SizeCache
+}
+
+func (x *OutlierDetection) Reset() {
+	*x = OutlierDetection{}
+	mi := &file_tributary_v1_objects_proto_msgTypes[6]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *OutlierDetection) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*OutlierDetection) ProtoMessage() {}
+
+func (x *OutlierDetection) ProtoReflect() protoreflect.Message {
+	mi := &file_tributary_v1_objects_proto_msgTypes[6]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use OutlierDetection.ProtoReflect.Descriptor instead.
+func (*OutlierDetection) Descriptor() ([]byte, []int) {
+	return file_tributary_v1_objects_proto_rawDescGZIP(), []int{6}
+}
+
+func (x *OutlierDetection) GetConsecutiveGatewayFailure() uint32 {
+	if x != nil && x.ConsecutiveGatewayFailure != nil {
+		return *x.ConsecutiveGatewayFailure
+	}
+	return 0
+}
+
+func (x *OutlierDetection) GetConsecutiveLocalOriginFailure() uint32 {
+	if x != nil && x.ConsecutiveLocalOriginFailure != nil {
+		return *x.ConsecutiveLocalOriginFailure
+	}
+	return 0
+}
+
+func (x *OutlierDetection) GetFailurePercentageThreshold() uint32 {
+	if x != nil && x.FailurePercentageThreshold != nil {
+		return *x.FailurePercentageThreshold
+	}
+	return 0
+}
+
+func (x *OutlierDetection) GetFailurePercentageMinimumHosts() uint32 {
+	if x != nil && x.FailurePercentageMinimumHosts != nil {
+		return *x.FailurePercentageMinimumHosts
+	}
+	return 0
+}
+
+func (x *OutlierDetection) GetFailurePercentageRequestVolume() uint32 {
+	if x != nil && x.FailurePercentageRequestVolume != nil {
+		return *x.FailurePercentageRequestVolume
+	}
+	return 0
+}
+
+func (x *OutlierDetection) GetInterval() string {
+	if x != nil && x.Interval != nil {
+		return *x.Interval
+	}
+	return ""
+}
+
+func (x *OutlierDetection) GetBaseEjectionTime() string {
+	if x != nil && x.BaseEjectionTime != nil {
+		return *x.BaseEjectionTime
+	}
+	return ""
+}
+
+func (x *OutlierDetection) GetMaxEjectionTime() string {
+	if x != nil && x.MaxEjectionTime != nil {
+		return *x.MaxEjectionTime
+	}
+	return ""
+}
+
+func (x *OutlierDetection) GetMaxEjectionPercent() uint32 {
+	if x != nil && x.MaxEjectionPercent != nil {
+		return *x.MaxEjectionPercent
+	}
+	return 0
+}
+
+// ExtensionTLS configures TLS towards one h2 extension.
+type ExtensionTLS struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The SNI Envoy sends; default the first subject name of spec.validation.
+	Sni *string `protobuf:"bytes,1,opt,name=sni,proto3,oneof" json:"sni,omitempty"`
+	// "name" (in the ExtensionService's namespace) or "namespace/name" of a
+	// kubernetes.io/tls Secret Envoy presents as its client certificate; a
+	// Secret of another namespace needs a TLSCertificateDelegation. Replaces
+	// Settings.client_certificate.
+	ClientCertificate *string `protobuf:"bytes,2,opt,name=client_certificate,json=clientCertificate,proto3,oneof" json:"client_certificate,omitempty"`
+	// "1.2" or "1.3".
+	MinimumProtocolVersion *string `protobuf:"bytes,3,opt,name=minimum_protocol_version,json=minimumProtocolVersion,proto3,oneof" json:"minimum_protocol_version,omitempty"`
+	// "1.2" or "1.3".
+	MaximumProtocolVersion *string `protobuf:"bytes,4,opt,name=maximum_protocol_version,json=maximumProtocolVersion,proto3,oneof" json:"maximum_protocol_version,omitempty"`
+	// Cipher suites, in Envoy's (BoringSSL) names.
+	CipherSuites  []string `protobuf:"bytes,5,rep,name=cipher_suites,json=cipherSuites,proto3" json:"cipher_suites,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ExtensionTLS) Reset() {
+	*x = ExtensionTLS{}
+	mi := &file_tributary_v1_objects_proto_msgTypes[7]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ExtensionTLS) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ExtensionTLS) ProtoMessage() {}
+
+func (x *ExtensionTLS) ProtoReflect() protoreflect.Message {
+	mi := &file_tributary_v1_objects_proto_msgTypes[7]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ExtensionTLS.ProtoReflect.Descriptor instead.
+func (*ExtensionTLS) Descriptor() ([]byte, []int) {
+	return file_tributary_v1_objects_proto_rawDescGZIP(), []int{7}
+}
+
+func (x *ExtensionTLS) GetSni() string {
+	if x != nil && x.Sni != nil {
+		return *x.Sni
+	}
+	return ""
+}
+
+func (x *ExtensionTLS) GetClientCertificate() string {
+	if x != nil && x.ClientCertificate != nil {
+		return *x.ClientCertificate
+	}
+	return ""
+}
+
+func (x *ExtensionTLS) GetMinimumProtocolVersion() string {
+	if x != nil && x.MinimumProtocolVersion != nil {
+		return *x.MinimumProtocolVersion
+	}
+	return ""
+}
+
+func (x *ExtensionTLS) GetMaximumProtocolVersion() string {
+	if x != nil && x.MaximumProtocolVersion != nil {
+		return *x.MaximumProtocolVersion
+	}
+	return ""
+}
+
+func (x *ExtensionTLS) GetCipherSuites() []string {
+	if x != nil {
+		return x.CipherSuites
+	}
+	return nil
+}
+
+// Http2Keepalive configures HTTP/2 PINGs on idle connections.
+type Http2Keepalive struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Time between PINGs. Required when the group is set.
+	Interval *string `protobuf:"bytes,1,opt,name=interval,proto3,oneof" json:"interval,omitempty"`
+	// Time to wait for a PING's answer before closing. Default 20s.
+	Timeout       *string `protobuf:"bytes,2,opt,name=timeout,proto3,oneof" json:"timeout,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Http2Keepalive) Reset() {
+	*x = Http2Keepalive{}
+	mi := &file_tributary_v1_objects_proto_msgTypes[8]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Http2Keepalive) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Http2Keepalive) ProtoMessage() {}
+
+func (x *Http2Keepalive) ProtoReflect() protoreflect.Message {
+	mi := &file_tributary_v1_objects_proto_msgTypes[8]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Http2Keepalive.ProtoReflect.Descriptor instead.
+func (*Http2Keepalive) Descriptor() ([]byte, []int) {
+	return file_tributary_v1_objects_proto_rawDescGZIP(), []int{8}
+}
+
+func (x *Http2Keepalive) GetInterval() string {
+	if x != nil && x.Interval != nil {
+		return *x.Interval
+	}
+	return ""
+}
+
+func (x *Http2Keepalive) GetTimeout() string {
+	if x != nil && x.Timeout != nil {
+		return *x.Timeout
+	}
+	return ""
+}
+
+// TcpKeepalive configures the socket's keepalive probes.
+type TcpKeepalive struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Unanswered probes before the connection is dropped.
+	Probes *uint32 `protobuf:"varint,1,opt,name=probes,proto3,oneof" json:"probes,omitempty"`
+	// Idle time before the first probe, in whole seconds.
+	Time *string `protobuf:"bytes,2,opt,name=time,proto3,oneof" json:"time,omitempty"`
+	// Time between probes, in whole seconds.
+	Interval      *string `protobuf:"bytes,3,opt,name=interval,proto3,oneof" json:"interval,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *TcpKeepalive) Reset() {
+	*x = TcpKeepalive{}
+	mi := &file_tributary_v1_objects_proto_msgTypes[9]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *TcpKeepalive) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*TcpKeepalive) ProtoMessage() {}
+
+func (x *TcpKeepalive) ProtoReflect() protoreflect.Message {
+	mi := &file_tributary_v1_objects_proto_msgTypes[9]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use TcpKeepalive.ProtoReflect.Descriptor instead.
+func (*TcpKeepalive) Descriptor() ([]byte, []int) {
+	return file_tributary_v1_objects_proto_rawDescGZIP(), []int{9}
+}
+
+func (x *TcpKeepalive) GetProbes() uint32 {
+	if x != nil && x.Probes != nil {
+		return *x.Probes
+	}
+	return 0
+}
+
+func (x *TcpKeepalive) GetTime() string {
+	if x != nil && x.Time != nil {
+		return *x.Time
+	}
+	return ""
+}
+
+func (x *TcpKeepalive) GetInterval() string {
+	if x != nil && x.Interval != nil {
+		return *x.Interval
+	}
+	return ""
+}
+
+// ConnectionLimits bound the life of one connection to the extension.
+type ConnectionLimits struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// How long a connection may live, then it is drained and closed.
+	MaxConnectionDuration *string `protobuf:"bytes,1,opt,name=max_connection_duration,json=maxConnectionDuration,proto3,oneof" json:"max_connection_duration,omitempty"`
+	// How many requests a connection may carry.
+	MaxRequestsPerConnection *uint32 `protobuf:"varint,2,opt,name=max_requests_per_connection,json=maxRequestsPerConnection,proto3,oneof" json:"max_requests_per_connection,omitempty"`
+	unknownFields            protoimpl.UnknownFields
+	sizeCache                protoimpl.SizeCache
+}
+
+func (x *ConnectionLimits) Reset() {
+	*x = ConnectionLimits{}
+	mi := &file_tributary_v1_objects_proto_msgTypes[10]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ConnectionLimits) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ConnectionLimits) ProtoMessage() {}
+
+func (x *ConnectionLimits) ProtoReflect() protoreflect.Message {
+	mi := &file_tributary_v1_objects_proto_msgTypes[10]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ConnectionLimits.ProtoReflect.Descriptor instead.
+func (*ConnectionLimits) Descriptor() ([]byte, []int) {
+	return file_tributary_v1_objects_proto_rawDescGZIP(), []int{10}
+}
+
+func (x *ConnectionLimits) GetMaxConnectionDuration() string {
+	if x != nil && x.MaxConnectionDuration != nil {
+		return *x.MaxConnectionDuration
+	}
+	return ""
+}
+
+func (x *ConnectionLimits) GetMaxRequestsPerConnection() uint32 {
+	if x != nil && x.MaxRequestsPerConnection != nil {
+		return *x.MaxRequestsPerConnection
+	}
+	return 0
+}
+
+// SlowStart ramps up the traffic to a new endpoint.
+type SlowStart struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// How long the ramp lasts. Required when the group is set.
+	Window *string `protobuf:"bytes,1,opt,name=window,proto3,oneof" json:"window,omitempty"`
+	// The ramp's shape: 1 is linear, more is slower at first. Default 1.
+	Aggression *float64 `protobuf:"fixed64,2,opt,name=aggression,proto3,oneof" json:"aggression,omitempty"`
+	// The smallest share of its weight a new endpoint gets, in percent.
+	// Default 10.
+	MinWeightPercent *float64 `protobuf:"fixed64,3,opt,name=min_weight_percent,json=minWeightPercent,proto3,oneof" json:"min_weight_percent,omitempty"`
+	unknownFields    protoimpl.UnknownFields
+	sizeCache        protoimpl.SizeCache
+}
+
+func (x *SlowStart) Reset() {
+	*x = SlowStart{}
+	mi := &file_tributary_v1_objects_proto_msgTypes[11]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SlowStart) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SlowStart) ProtoMessage() {}
+
+func (x *SlowStart) ProtoReflect() protoreflect.Message {
+	mi := &file_tributary_v1_objects_proto_msgTypes[11]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SlowStart.ProtoReflect.Descriptor instead.
+func (*SlowStart) Descriptor() ([]byte, []int) {
+	return file_tributary_v1_objects_proto_rawDescGZIP(), []int{11}
+}
+
+func (x *SlowStart) GetWindow() string {
+	if x != nil && x.Window != nil {
+		return *x.Window
+	}
+	return ""
+}
+
+func (x *SlowStart) GetAggression() float64 {
+	if x != nil && x.Aggression != nil {
+		return *x.Aggression
+	}
+	return 0
+}
+
+func (x *SlowStart) GetMinWeightPercent() float64 {
+	if x != nil && x.MinWeightPercent != nil {
+		return *x.MinWeightPercent
+	}
+	return 0
+}
+
+// ClientSideWeightedRoundRobin tunes the strategy of that name, which
+// weighs the endpoints of each Service by the load they report (ORCA).
+type ClientSideWeightedRoundRobin struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Ask endpoints for out-of-band load reports instead of reading them
+	// from responses.
+	EnableOobLoadReport *bool `protobuf:"varint,1,opt,name=enable_oob_load_report,json=enableOobLoadReport,proto3,oneof" json:"enable_oob_load_report,omitempty"`
+	// Period of out-of-band reports. Default 10s.
+	OobReportingPeriod *string `protobuf:"bytes,2,opt,name=oob_reporting_period,json=oobReportingPeriod,proto3,oneof" json:"oob_reporting_period,omitempty"`
+	// Time a new endpoint's weight is ignored. Default 10s.
+	BlackoutPeriod *string `protobuf:"bytes,3,opt,name=blackout_period,json=blackoutPeriod,proto3,oneof" json:"blackout_period,omitempty"`
+	// Age after which a weight no longer counts. Default 3m.
+	WeightExpirationPeriod *string `protobuf:"bytes,4,opt,name=weight_expiration_period,json=weightExpirationPeriod,proto3,oneof" json:"weight_expiration_period,omitempty"`
+	// Time between weight recomputations. Default 1s.
+	WeightUpdatePeriod *string `protobuf:"bytes,5,opt,name=weight_update_period,json=weightUpdatePeriod,proto3,oneof" json:"weight_update_period,omitempty"`
+	// Penalty for the error rate in the weight. Default 1.
+	ErrorUtilizationPenalty *float64 `protobuf:"fixed64,6,opt,name=error_utilization_penalty,json=errorUtilizationPenalty,proto3,oneof" json:"error_utilization_penalty,omitempty"`
+	unknownFields           protoimpl.UnknownFields
+	sizeCache               protoimpl.SizeCache
+}
+
+func (x *ClientSideWeightedRoundRobin) Reset() {
+	*x = ClientSideWeightedRoundRobin{}
+	mi := &file_tributary_v1_objects_proto_msgTypes[12]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ClientSideWeightedRoundRobin) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ClientSideWeightedRoundRobin) ProtoMessage() {}
+
+func (x *ClientSideWeightedRoundRobin) ProtoReflect() protoreflect.Message {
+	mi := &file_tributary_v1_objects_proto_msgTypes[12]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ClientSideWeightedRoundRobin.ProtoReflect.Descriptor instead.
+func (*ClientSideWeightedRoundRobin) Descriptor() ([]byte, []int) {
+	return file_tributary_v1_objects_proto_rawDescGZIP(), []int{12}
+}
+
+func (x *ClientSideWeightedRoundRobin) GetEnableOobLoadReport() bool {
+	if x != nil && x.EnableOobLoadReport != nil {
+		return *x.EnableOobLoadReport
+	}
+	return false
+}
+
+func (x *ClientSideWeightedRoundRobin) GetOobReportingPeriod() string {
+	if x != nil && x.OobReportingPeriod != nil {
+		return *x.OobReportingPeriod
+	}
+	return ""
+}
+
+func (x *ClientSideWeightedRoundRobin) GetBlackoutPeriod() string {
+	if x != nil && x.BlackoutPeriod != nil {
+		return *x.BlackoutPeriod
+	}
+	return ""
+}
+
+func (x *ClientSideWeightedRoundRobin) GetWeightExpirationPeriod() string {
+	if x != nil && x.WeightExpirationPeriod != nil {
+		return *x.WeightExpirationPeriod
+	}
+	return ""
+}
+
+func (x *ClientSideWeightedRoundRobin) GetWeightUpdatePeriod() string {
+	if x != nil && x.WeightUpdatePeriod != nil {
+		return *x.WeightUpdatePeriod
+	}
+	return ""
+}
+
+func (x *ClientSideWeightedRoundRobin) GetErrorUtilizationPenalty() float64 {
+	if x != nil && x.ErrorUtilizationPenalty != nil {
+		return *x.ErrorUtilizationPenalty
+	}
+	return 0
+}
+
 // ExtensionServiceTarget mirrors one entry of ExtensionService.spec.services.
 type ExtensionServiceTarget struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -410,7 +1192,7 @@ type ExtensionServiceTarget struct {
 
 func (x *ExtensionServiceTarget) Reset() {
 	*x = ExtensionServiceTarget{}
-	mi := &file_tributary_v1_objects_proto_msgTypes[4]
+	mi := &file_tributary_v1_objects_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -422,7 +1204,7 @@ func (x *ExtensionServiceTarget) String() string {
 func (*ExtensionServiceTarget) ProtoMessage() {}
 
 func (x *ExtensionServiceTarget) ProtoReflect() protoreflect.Message {
-	mi := &file_tributary_v1_objects_proto_msgTypes[4]
+	mi := &file_tributary_v1_objects_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -435,7 +1217,7 @@ func (x *ExtensionServiceTarget) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ExtensionServiceTarget.ProtoReflect.Descriptor instead.
 func (*ExtensionServiceTarget) Descriptor() ([]byte, []int) {
-	return file_tributary_v1_objects_proto_rawDescGZIP(), []int{4}
+	return file_tributary_v1_objects_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *ExtensionServiceTarget) GetName() string {
@@ -476,7 +1258,7 @@ type UpstreamValidation struct {
 
 func (x *UpstreamValidation) Reset() {
 	*x = UpstreamValidation{}
-	mi := &file_tributary_v1_objects_proto_msgTypes[5]
+	mi := &file_tributary_v1_objects_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -488,7 +1270,7 @@ func (x *UpstreamValidation) String() string {
 func (*UpstreamValidation) ProtoMessage() {}
 
 func (x *UpstreamValidation) ProtoReflect() protoreflect.Message {
-	mi := &file_tributary_v1_objects_proto_msgTypes[5]
+	mi := &file_tributary_v1_objects_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -501,7 +1283,7 @@ func (x *UpstreamValidation) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UpstreamValidation.ProtoReflect.Descriptor instead.
 func (*UpstreamValidation) Descriptor() ([]byte, []int) {
-	return file_tributary_v1_objects_proto_rawDescGZIP(), []int{5}
+	return file_tributary_v1_objects_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *UpstreamValidation) GetCaSecret() string {
@@ -537,7 +1319,7 @@ type LoadBalancerPolicy struct {
 
 func (x *LoadBalancerPolicy) Reset() {
 	*x = LoadBalancerPolicy{}
-	mi := &file_tributary_v1_objects_proto_msgTypes[6]
+	mi := &file_tributary_v1_objects_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -549,7 +1331,7 @@ func (x *LoadBalancerPolicy) String() string {
 func (*LoadBalancerPolicy) ProtoMessage() {}
 
 func (x *LoadBalancerPolicy) ProtoReflect() protoreflect.Message {
-	mi := &file_tributary_v1_objects_proto_msgTypes[6]
+	mi := &file_tributary_v1_objects_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -562,7 +1344,7 @@ func (x *LoadBalancerPolicy) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LoadBalancerPolicy.ProtoReflect.Descriptor instead.
 func (*LoadBalancerPolicy) Descriptor() ([]byte, []int) {
-	return file_tributary_v1_objects_proto_rawDescGZIP(), []int{6}
+	return file_tributary_v1_objects_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *LoadBalancerPolicy) GetStrategy() string {
@@ -589,7 +1371,7 @@ type TimeoutPolicy struct {
 
 func (x *TimeoutPolicy) Reset() {
 	*x = TimeoutPolicy{}
-	mi := &file_tributary_v1_objects_proto_msgTypes[7]
+	mi := &file_tributary_v1_objects_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -601,7 +1383,7 @@ func (x *TimeoutPolicy) String() string {
 func (*TimeoutPolicy) ProtoMessage() {}
 
 func (x *TimeoutPolicy) ProtoReflect() protoreflect.Message {
-	mi := &file_tributary_v1_objects_proto_msgTypes[7]
+	mi := &file_tributary_v1_objects_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -614,7 +1396,7 @@ func (x *TimeoutPolicy) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TimeoutPolicy.ProtoReflect.Descriptor instead.
 func (*TimeoutPolicy) Descriptor() ([]byte, []int) {
-	return file_tributary_v1_objects_proto_rawDescGZIP(), []int{7}
+	return file_tributary_v1_objects_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *TimeoutPolicy) GetResponse() string {
@@ -658,7 +1440,7 @@ type CircuitBreakers struct {
 
 func (x *CircuitBreakers) Reset() {
 	*x = CircuitBreakers{}
-	mi := &file_tributary_v1_objects_proto_msgTypes[8]
+	mi := &file_tributary_v1_objects_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -670,7 +1452,7 @@ func (x *CircuitBreakers) String() string {
 func (*CircuitBreakers) ProtoMessage() {}
 
 func (x *CircuitBreakers) ProtoReflect() protoreflect.Message {
-	mi := &file_tributary_v1_objects_proto_msgTypes[8]
+	mi := &file_tributary_v1_objects_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -683,7 +1465,7 @@ func (x *CircuitBreakers) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CircuitBreakers.ProtoReflect.Descriptor instead.
 func (*CircuitBreakers) Descriptor() ([]byte, []int) {
-	return file_tributary_v1_objects_proto_rawDescGZIP(), []int{8}
+	return file_tributary_v1_objects_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *CircuitBreakers) GetMaxConnections() uint32 {
@@ -734,7 +1516,7 @@ type Service struct {
 
 func (x *Service) Reset() {
 	*x = Service{}
-	mi := &file_tributary_v1_objects_proto_msgTypes[9]
+	mi := &file_tributary_v1_objects_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -746,7 +1528,7 @@ func (x *Service) String() string {
 func (*Service) ProtoMessage() {}
 
 func (x *Service) ProtoReflect() protoreflect.Message {
-	mi := &file_tributary_v1_objects_proto_msgTypes[9]
+	mi := &file_tributary_v1_objects_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -759,7 +1541,7 @@ func (x *Service) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Service.ProtoReflect.Descriptor instead.
 func (*Service) Descriptor() ([]byte, []int) {
-	return file_tributary_v1_objects_proto_rawDescGZIP(), []int{9}
+	return file_tributary_v1_objects_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *Service) GetMetadata() *ObjectMeta {
@@ -791,7 +1573,7 @@ type ServiceSpec struct {
 
 func (x *ServiceSpec) Reset() {
 	*x = ServiceSpec{}
-	mi := &file_tributary_v1_objects_proto_msgTypes[10]
+	mi := &file_tributary_v1_objects_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -803,7 +1585,7 @@ func (x *ServiceSpec) String() string {
 func (*ServiceSpec) ProtoMessage() {}
 
 func (x *ServiceSpec) ProtoReflect() protoreflect.Message {
-	mi := &file_tributary_v1_objects_proto_msgTypes[10]
+	mi := &file_tributary_v1_objects_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -816,7 +1598,7 @@ func (x *ServiceSpec) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ServiceSpec.ProtoReflect.Descriptor instead.
 func (*ServiceSpec) Descriptor() ([]byte, []int) {
-	return file_tributary_v1_objects_proto_rawDescGZIP(), []int{10}
+	return file_tributary_v1_objects_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *ServiceSpec) GetType() string {
@@ -857,7 +1639,7 @@ type ServicePort struct {
 
 func (x *ServicePort) Reset() {
 	*x = ServicePort{}
-	mi := &file_tributary_v1_objects_proto_msgTypes[11]
+	mi := &file_tributary_v1_objects_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -869,7 +1651,7 @@ func (x *ServicePort) String() string {
 func (*ServicePort) ProtoMessage() {}
 
 func (x *ServicePort) ProtoReflect() protoreflect.Message {
-	mi := &file_tributary_v1_objects_proto_msgTypes[11]
+	mi := &file_tributary_v1_objects_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -882,7 +1664,7 @@ func (x *ServicePort) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ServicePort.ProtoReflect.Descriptor instead.
 func (*ServicePort) Descriptor() ([]byte, []int) {
-	return file_tributary_v1_objects_proto_rawDescGZIP(), []int{11}
+	return file_tributary_v1_objects_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *ServicePort) GetName() string {
@@ -933,7 +1715,7 @@ type EndpointSlice struct {
 
 func (x *EndpointSlice) Reset() {
 	*x = EndpointSlice{}
-	mi := &file_tributary_v1_objects_proto_msgTypes[12]
+	mi := &file_tributary_v1_objects_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -945,7 +1727,7 @@ func (x *EndpointSlice) String() string {
 func (*EndpointSlice) ProtoMessage() {}
 
 func (x *EndpointSlice) ProtoReflect() protoreflect.Message {
-	mi := &file_tributary_v1_objects_proto_msgTypes[12]
+	mi := &file_tributary_v1_objects_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -958,7 +1740,7 @@ func (x *EndpointSlice) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use EndpointSlice.ProtoReflect.Descriptor instead.
 func (*EndpointSlice) Descriptor() ([]byte, []int) {
-	return file_tributary_v1_objects_proto_rawDescGZIP(), []int{12}
+	return file_tributary_v1_objects_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *EndpointSlice) GetMetadata() *ObjectMeta {
@@ -1002,7 +1784,7 @@ type Endpoint struct {
 
 func (x *Endpoint) Reset() {
 	*x = Endpoint{}
-	mi := &file_tributary_v1_objects_proto_msgTypes[13]
+	mi := &file_tributary_v1_objects_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1014,7 +1796,7 @@ func (x *Endpoint) String() string {
 func (*Endpoint) ProtoMessage() {}
 
 func (x *Endpoint) ProtoReflect() protoreflect.Message {
-	mi := &file_tributary_v1_objects_proto_msgTypes[13]
+	mi := &file_tributary_v1_objects_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1027,7 +1809,7 @@ func (x *Endpoint) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Endpoint.ProtoReflect.Descriptor instead.
 func (*Endpoint) Descriptor() ([]byte, []int) {
-	return file_tributary_v1_objects_proto_rawDescGZIP(), []int{13}
+	return file_tributary_v1_objects_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *Endpoint) GetAddresses() []string {
@@ -1060,7 +1842,7 @@ type EndpointConditions struct {
 
 func (x *EndpointConditions) Reset() {
 	*x = EndpointConditions{}
-	mi := &file_tributary_v1_objects_proto_msgTypes[14]
+	mi := &file_tributary_v1_objects_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1072,7 +1854,7 @@ func (x *EndpointConditions) String() string {
 func (*EndpointConditions) ProtoMessage() {}
 
 func (x *EndpointConditions) ProtoReflect() protoreflect.Message {
-	mi := &file_tributary_v1_objects_proto_msgTypes[14]
+	mi := &file_tributary_v1_objects_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1085,7 +1867,7 @@ func (x *EndpointConditions) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use EndpointConditions.ProtoReflect.Descriptor instead.
 func (*EndpointConditions) Descriptor() ([]byte, []int) {
-	return file_tributary_v1_objects_proto_rawDescGZIP(), []int{14}
+	return file_tributary_v1_objects_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *EndpointConditions) GetReady() bool {
@@ -1125,7 +1907,7 @@ type EndpointPort struct {
 
 func (x *EndpointPort) Reset() {
 	*x = EndpointPort{}
-	mi := &file_tributary_v1_objects_proto_msgTypes[15]
+	mi := &file_tributary_v1_objects_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1137,7 +1919,7 @@ func (x *EndpointPort) String() string {
 func (*EndpointPort) ProtoMessage() {}
 
 func (x *EndpointPort) ProtoReflect() protoreflect.Message {
-	mi := &file_tributary_v1_objects_proto_msgTypes[15]
+	mi := &file_tributary_v1_objects_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1150,7 +1932,7 @@ func (x *EndpointPort) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use EndpointPort.ProtoReflect.Descriptor instead.
 func (*EndpointPort) Descriptor() ([]byte, []int) {
-	return file_tributary_v1_objects_proto_rawDescGZIP(), []int{15}
+	return file_tributary_v1_objects_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *EndpointPort) GetName() string {
@@ -1192,7 +1974,7 @@ type Secret struct {
 
 func (x *Secret) Reset() {
 	*x = Secret{}
-	mi := &file_tributary_v1_objects_proto_msgTypes[16]
+	mi := &file_tributary_v1_objects_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1204,7 +1986,7 @@ func (x *Secret) String() string {
 func (*Secret) ProtoMessage() {}
 
 func (x *Secret) ProtoReflect() protoreflect.Message {
-	mi := &file_tributary_v1_objects_proto_msgTypes[16]
+	mi := &file_tributary_v1_objects_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1217,7 +1999,7 @@ func (x *Secret) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Secret.ProtoReflect.Descriptor instead.
 func (*Secret) Descriptor() ([]byte, []int) {
-	return file_tributary_v1_objects_proto_rawDescGZIP(), []int{16}
+	return file_tributary_v1_objects_proto_rawDescGZIP(), []int{25}
 }
 
 func (x *Secret) GetMetadata() *ObjectMeta {
@@ -1262,7 +2044,7 @@ type TLSCertificateDelegation struct {
 
 func (x *TLSCertificateDelegation) Reset() {
 	*x = TLSCertificateDelegation{}
-	mi := &file_tributary_v1_objects_proto_msgTypes[17]
+	mi := &file_tributary_v1_objects_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1274,7 +2056,7 @@ func (x *TLSCertificateDelegation) String() string {
 func (*TLSCertificateDelegation) ProtoMessage() {}
 
 func (x *TLSCertificateDelegation) ProtoReflect() protoreflect.Message {
-	mi := &file_tributary_v1_objects_proto_msgTypes[17]
+	mi := &file_tributary_v1_objects_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1287,7 +2069,7 @@ func (x *TLSCertificateDelegation) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TLSCertificateDelegation.ProtoReflect.Descriptor instead.
 func (*TLSCertificateDelegation) Descriptor() ([]byte, []int) {
-	return file_tributary_v1_objects_proto_rawDescGZIP(), []int{17}
+	return file_tributary_v1_objects_proto_rawDescGZIP(), []int{26}
 }
 
 func (x *TLSCertificateDelegation) GetMetadata() *ObjectMeta {
@@ -1317,7 +2099,7 @@ type CertificateDelegation struct {
 
 func (x *CertificateDelegation) Reset() {
 	*x = CertificateDelegation{}
-	mi := &file_tributary_v1_objects_proto_msgTypes[18]
+	mi := &file_tributary_v1_objects_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1329,7 +2111,7 @@ func (x *CertificateDelegation) String() string {
 func (*CertificateDelegation) ProtoMessage() {}
 
 func (x *CertificateDelegation) ProtoReflect() protoreflect.Message {
-	mi := &file_tributary_v1_objects_proto_msgTypes[18]
+	mi := &file_tributary_v1_objects_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1342,7 +2124,7 @@ func (x *CertificateDelegation) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CertificateDelegation.ProtoReflect.Descriptor instead.
 func (*CertificateDelegation) Descriptor() ([]byte, []int) {
-	return file_tributary_v1_objects_proto_rawDescGZIP(), []int{18}
+	return file_tributary_v1_objects_proto_rawDescGZIP(), []int{27}
 }
 
 func (x *CertificateDelegation) GetSecretName() string {
@@ -1363,7 +2145,7 @@ var File_tributary_v1_objects_proto protoreflect.FileDescriptor
 
 const file_tributary_v1_objects_proto_rawDesc = "" +
 	"\n" +
-	"\x1atributary/v1/objects.proto\x12\ftributary.v1\"\xd7\x01\n" +
+	"\x1atributary/v1/objects.proto\x12\ftributary.v1\"\xe4\x02\n" +
 	"\n" +
 	"ObjectMeta\x12\x1c\n" +
 	"\tnamespace\x18\x01 \x01(\tR\tnamespace\x12\x12\n" +
@@ -1371,8 +2153,12 @@ const file_tributary_v1_objects_proto_rawDesc = "" +
 	"\n" +
 	"generation\x18\x03 \x01(\x03R\n" +
 	"generation\x12<\n" +
-	"\x06labels\x18\x04 \x03(\v2$.tributary.v1.ObjectMeta.LabelsEntryR\x06labels\x1a9\n" +
+	"\x06labels\x18\x04 \x03(\v2$.tributary.v1.ObjectMeta.LabelsEntryR\x06labels\x12K\n" +
+	"\vannotations\x18\x05 \x03(\v2).tributary.v1.ObjectMeta.AnnotationsEntryR\vannotations\x1a9\n" +
 	"\vLabelsEntry\x12\x10\n" +
+	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\x1a>\n" +
+	"\x10AnnotationsEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\xfa\x02\n" +
 	"\x10KubernetesObject\x12M\n" +
@@ -1384,7 +2170,7 @@ const file_tributary_v1_objects_proto_rawDesc = "" +
 	"\x04kind\"\x80\x01\n" +
 	"\x10ExtensionService\x124\n" +
 	"\bmetadata\x18\x01 \x01(\v2\x18.tributary.v1.ObjectMetaR\bmetadata\x126\n" +
-	"\x04spec\x18\x02 \x01(\v2\".tributary.v1.ExtensionServiceSpecR\x04spec\"\xe0\x03\n" +
+	"\x04spec\x18\x02 \x01(\v2\".tributary.v1.ExtensionServiceSpecR\x04spec\"\x9a\x04\n" +
 	"\x14ExtensionServiceSpec\x12@\n" +
 	"\bservices\x18\x01 \x03(\v2$.tributary.v1.ExtensionServiceTargetR\bservices\x12@\n" +
 	"\n" +
@@ -1394,8 +2180,105 @@ const file_tributary_v1_objects_proto_rawDesc = "" +
 	"\x14load_balancer_policy\x18\x04 \x01(\v2 .tributary.v1.LoadBalancerPolicyR\x12loadBalancerPolicy\x12B\n" +
 	"\x0etimeout_policy\x18\x05 \x01(\v2\x1b.tributary.v1.TimeoutPolicyR\rtimeoutPolicy\x12)\n" +
 	"\x10protocol_version\x18\x06 \x01(\tR\x0fprotocolVersion\x12S\n" +
-	"\x16circuit_breaker_policy\x18\a \x01(\v2\x1d.tributary.v1.CircuitBreakersR\x14circuitBreakerPolicyB\v\n" +
-	"\t_protocol\"X\n" +
+	"\x16circuit_breaker_policy\x18\a \x01(\v2\x1d.tributary.v1.CircuitBreakersR\x14circuitBreakerPolicy\x128\n" +
+	"\aoptions\x18\b \x01(\v2\x1e.tributary.v1.ExtensionOptionsR\aoptionsB\v\n" +
+	"\t_protocol\"\xcc\x04\n" +
+	"\x10ExtensionOptions\x12<\n" +
+	"\fhealth_check\x18\x01 \x01(\v2\x19.tributary.v1.HealthCheckR\vhealthCheck\x12K\n" +
+	"\x11outlier_detection\x18\x02 \x01(\v2\x1e.tributary.v1.OutlierDetectionR\x10outlierDetection\x12,\n" +
+	"\x03tls\x18\x03 \x01(\v2\x1a.tributary.v1.ExtensionTLSR\x03tls\x12E\n" +
+	"\x0fhttp2_keepalive\x18\x04 \x01(\v2\x1c.tributary.v1.Http2KeepaliveR\x0ehttp2Keepalive\x12?\n" +
+	"\rtcp_keepalive\x18\x05 \x01(\v2\x1a.tributary.v1.TcpKeepaliveR\ftcpKeepalive\x12K\n" +
+	"\x11connection_limits\x18\x06 \x01(\v2\x1e.tributary.v1.ConnectionLimitsR\x10connectionLimits\x126\n" +
+	"\n" +
+	"slow_start\x18\a \x01(\v2\x17.tributary.v1.SlowStartR\tslowStart\x12r\n" +
+	" client_side_weighted_round_robin\x18\b \x01(\v2*.tributary.v1.ClientSideWeightedRoundRobinR\x1cclientSideWeightedRoundRobin\"\x88\x03\n" +
+	"\vHealthCheck\x12&\n" +
+	"\fservice_name\x18\x01 \x01(\tH\x00R\vserviceName\x88\x01\x01\x12!\n" +
+	"\tauthority\x18\x02 \x01(\tH\x01R\tauthority\x88\x01\x01\x12\x1f\n" +
+	"\binterval\x18\x03 \x01(\tH\x02R\binterval\x88\x01\x01\x12\x1d\n" +
+	"\atimeout\x18\x04 \x01(\tH\x03R\atimeout\x88\x01\x01\x124\n" +
+	"\x13unhealthy_threshold\x18\x05 \x01(\rH\x04R\x12unhealthyThreshold\x88\x01\x01\x120\n" +
+	"\x11healthy_threshold\x18\x06 \x01(\rH\x05R\x10healthyThreshold\x88\x01\x01\x12\x17\n" +
+	"\x04port\x18\a \x01(\rH\x06R\x04port\x88\x01\x01B\x0f\n" +
+	"\r_service_nameB\f\n" +
+	"\n" +
+	"_authorityB\v\n" +
+	"\t_intervalB\n" +
+	"\n" +
+	"\b_timeoutB\x16\n" +
+	"\x14_unhealthy_thresholdB\x14\n" +
+	"\x12_healthy_thresholdB\a\n" +
+	"\x05_port\"\xca\x06\n" +
+	"\x10OutlierDetection\x12C\n" +
+	"\x1bconsecutive_gateway_failure\x18\x01 \x01(\rH\x00R\x19consecutiveGatewayFailure\x88\x01\x01\x12L\n" +
+	" consecutive_local_origin_failure\x18\x02 \x01(\rH\x01R\x1dconsecutiveLocalOriginFailure\x88\x01\x01\x12E\n" +
+	"\x1cfailure_percentage_threshold\x18\x03 \x01(\rH\x02R\x1afailurePercentageThreshold\x88\x01\x01\x12L\n" +
+	" failure_percentage_minimum_hosts\x18\x04 \x01(\rH\x03R\x1dfailurePercentageMinimumHosts\x88\x01\x01\x12N\n" +
+	"!failure_percentage_request_volume\x18\x05 \x01(\rH\x04R\x1efailurePercentageRequestVolume\x88\x01\x01\x12\x1f\n" +
+	"\binterval\x18\x06 \x01(\tH\x05R\binterval\x88\x01\x01\x121\n" +
+	"\x12base_ejection_time\x18\a \x01(\tH\x06R\x10baseEjectionTime\x88\x01\x01\x12/\n" +
+	"\x11max_ejection_time\x18\b \x01(\tH\aR\x0fmaxEjectionTime\x88\x01\x01\x125\n" +
+	"\x14max_ejection_percent\x18\t \x01(\rH\bR\x12maxEjectionPercent\x88\x01\x01B\x1e\n" +
+	"\x1c_consecutive_gateway_failureB#\n" +
+	"!_consecutive_local_origin_failureB\x1f\n" +
+	"\x1d_failure_percentage_thresholdB#\n" +
+	"!_failure_percentage_minimum_hostsB$\n" +
+	"\"_failure_percentage_request_volumeB\v\n" +
+	"\t_intervalB\x15\n" +
+	"\x13_base_ejection_timeB\x14\n" +
+	"\x12_max_ejection_timeB\x17\n" +
+	"\x15_max_ejection_percent\"\xd5\x02\n" +
+	"\fExtensionTLS\x12\x15\n" +
+	"\x03sni\x18\x01 \x01(\tH\x00R\x03sni\x88\x01\x01\x122\n" +
+	"\x12client_certificate\x18\x02 \x01(\tH\x01R\x11clientCertificate\x88\x01\x01\x12=\n" +
+	"\x18minimum_protocol_version\x18\x03 \x01(\tH\x02R\x16minimumProtocolVersion\x88\x01\x01\x12=\n" +
+	"\x18maximum_protocol_version\x18\x04 \x01(\tH\x03R\x16maximumProtocolVersion\x88\x01\x01\x12#\n" +
+	"\rcipher_suites\x18\x05 \x03(\tR\fcipherSuitesB\x06\n" +
+	"\x04_sniB\x15\n" +
+	"\x13_client_certificateB\x1b\n" +
+	"\x19_minimum_protocol_versionB\x1b\n" +
+	"\x19_maximum_protocol_version\"i\n" +
+	"\x0eHttp2Keepalive\x12\x1f\n" +
+	"\binterval\x18\x01 \x01(\tH\x00R\binterval\x88\x01\x01\x12\x1d\n" +
+	"\atimeout\x18\x02 \x01(\tH\x01R\atimeout\x88\x01\x01B\v\n" +
+	"\t_intervalB\n" +
+	"\n" +
+	"\b_timeout\"\x86\x01\n" +
+	"\fTcpKeepalive\x12\x1b\n" +
+	"\x06probes\x18\x01 \x01(\rH\x00R\x06probes\x88\x01\x01\x12\x17\n" +
+	"\x04time\x18\x02 \x01(\tH\x01R\x04time\x88\x01\x01\x12\x1f\n" +
+	"\binterval\x18\x03 \x01(\tH\x02R\binterval\x88\x01\x01B\t\n" +
+	"\a_probesB\a\n" +
+	"\x05_timeB\v\n" +
+	"\t_interval\"\xcf\x01\n" +
+	"\x10ConnectionLimits\x12;\n" +
+	"\x17max_connection_duration\x18\x01 \x01(\tH\x00R\x15maxConnectionDuration\x88\x01\x01\x12B\n" +
+	"\x1bmax_requests_per_connection\x18\x02 \x01(\rH\x01R\x18maxRequestsPerConnection\x88\x01\x01B\x1a\n" +
+	"\x18_max_connection_durationB\x1e\n" +
+	"\x1c_max_requests_per_connection\"\xb1\x01\n" +
+	"\tSlowStart\x12\x1b\n" +
+	"\x06window\x18\x01 \x01(\tH\x00R\x06window\x88\x01\x01\x12#\n" +
+	"\n" +
+	"aggression\x18\x02 \x01(\x01H\x01R\n" +
+	"aggression\x88\x01\x01\x121\n" +
+	"\x12min_weight_percent\x18\x03 \x01(\x01H\x02R\x10minWeightPercent\x88\x01\x01B\t\n" +
+	"\a_windowB\r\n" +
+	"\v_aggressionB\x15\n" +
+	"\x13_min_weight_percent\"\x90\x04\n" +
+	"\x1cClientSideWeightedRoundRobin\x128\n" +
+	"\x16enable_oob_load_report\x18\x01 \x01(\bH\x00R\x13enableOobLoadReport\x88\x01\x01\x125\n" +
+	"\x14oob_reporting_period\x18\x02 \x01(\tH\x01R\x12oobReportingPeriod\x88\x01\x01\x12,\n" +
+	"\x0fblackout_period\x18\x03 \x01(\tH\x02R\x0eblackoutPeriod\x88\x01\x01\x12=\n" +
+	"\x18weight_expiration_period\x18\x04 \x01(\tH\x03R\x16weightExpirationPeriod\x88\x01\x01\x125\n" +
+	"\x14weight_update_period\x18\x05 \x01(\tH\x04R\x12weightUpdatePeriod\x88\x01\x01\x12?\n" +
+	"\x19error_utilization_penalty\x18\x06 \x01(\x01H\x05R\x17errorUtilizationPenalty\x88\x01\x01B\x19\n" +
+	"\x17_enable_oob_load_reportB\x17\n" +
+	"\x15_oob_reporting_periodB\x12\n" +
+	"\x10_blackout_periodB\x1b\n" +
+	"\x19_weight_expiration_periodB\x17\n" +
+	"\x15_weight_update_periodB\x1c\n" +
+	"\x1a_error_utilization_penalty\"X\n" +
 	"\x16ExtensionServiceTarget\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x12\n" +
 	"\x04port\x18\x02 \x01(\x05R\x04port\x12\x16\n" +
@@ -1480,58 +2363,78 @@ func file_tributary_v1_objects_proto_rawDescGZIP() []byte {
 	return file_tributary_v1_objects_proto_rawDescData
 }
 
-var file_tributary_v1_objects_proto_msgTypes = make([]protoimpl.MessageInfo, 20)
+var file_tributary_v1_objects_proto_msgTypes = make([]protoimpl.MessageInfo, 30)
 var file_tributary_v1_objects_proto_goTypes = []any{
-	(*ObjectMeta)(nil),               // 0: tributary.v1.ObjectMeta
-	(*KubernetesObject)(nil),         // 1: tributary.v1.KubernetesObject
-	(*ExtensionService)(nil),         // 2: tributary.v1.ExtensionService
-	(*ExtensionServiceSpec)(nil),     // 3: tributary.v1.ExtensionServiceSpec
-	(*ExtensionServiceTarget)(nil),   // 4: tributary.v1.ExtensionServiceTarget
-	(*UpstreamValidation)(nil),       // 5: tributary.v1.UpstreamValidation
-	(*LoadBalancerPolicy)(nil),       // 6: tributary.v1.LoadBalancerPolicy
-	(*TimeoutPolicy)(nil),            // 7: tributary.v1.TimeoutPolicy
-	(*CircuitBreakers)(nil),          // 8: tributary.v1.CircuitBreakers
-	(*Service)(nil),                  // 9: tributary.v1.Service
-	(*ServiceSpec)(nil),              // 10: tributary.v1.ServiceSpec
-	(*ServicePort)(nil),              // 11: tributary.v1.ServicePort
-	(*EndpointSlice)(nil),            // 12: tributary.v1.EndpointSlice
-	(*Endpoint)(nil),                 // 13: tributary.v1.Endpoint
-	(*EndpointConditions)(nil),       // 14: tributary.v1.EndpointConditions
-	(*EndpointPort)(nil),             // 15: tributary.v1.EndpointPort
-	(*Secret)(nil),                   // 16: tributary.v1.Secret
-	(*TLSCertificateDelegation)(nil), // 17: tributary.v1.TLSCertificateDelegation
-	(*CertificateDelegation)(nil),    // 18: tributary.v1.CertificateDelegation
-	nil,                              // 19: tributary.v1.ObjectMeta.LabelsEntry
+	(*ObjectMeta)(nil),                   // 0: tributary.v1.ObjectMeta
+	(*KubernetesObject)(nil),             // 1: tributary.v1.KubernetesObject
+	(*ExtensionService)(nil),             // 2: tributary.v1.ExtensionService
+	(*ExtensionServiceSpec)(nil),         // 3: tributary.v1.ExtensionServiceSpec
+	(*ExtensionOptions)(nil),             // 4: tributary.v1.ExtensionOptions
+	(*HealthCheck)(nil),                  // 5: tributary.v1.HealthCheck
+	(*OutlierDetection)(nil),             // 6: tributary.v1.OutlierDetection
+	(*ExtensionTLS)(nil),                 // 7: tributary.v1.ExtensionTLS
+	(*Http2Keepalive)(nil),               // 8: tributary.v1.Http2Keepalive
+	(*TcpKeepalive)(nil),                 // 9: tributary.v1.TcpKeepalive
+	(*ConnectionLimits)(nil),             // 10: tributary.v1.ConnectionLimits
+	(*SlowStart)(nil),                    // 11: tributary.v1.SlowStart
+	(*ClientSideWeightedRoundRobin)(nil), // 12: tributary.v1.ClientSideWeightedRoundRobin
+	(*ExtensionServiceTarget)(nil),       // 13: tributary.v1.ExtensionServiceTarget
+	(*UpstreamValidation)(nil),           // 14: tributary.v1.UpstreamValidation
+	(*LoadBalancerPolicy)(nil),           // 15: tributary.v1.LoadBalancerPolicy
+	(*TimeoutPolicy)(nil),                // 16: tributary.v1.TimeoutPolicy
+	(*CircuitBreakers)(nil),              // 17: tributary.v1.CircuitBreakers
+	(*Service)(nil),                      // 18: tributary.v1.Service
+	(*ServiceSpec)(nil),                  // 19: tributary.v1.ServiceSpec
+	(*ServicePort)(nil),                  // 20: tributary.v1.ServicePort
+	(*EndpointSlice)(nil),                // 21: tributary.v1.EndpointSlice
+	(*Endpoint)(nil),                     // 22: tributary.v1.Endpoint
+	(*EndpointConditions)(nil),           // 23: tributary.v1.EndpointConditions
+	(*EndpointPort)(nil),                 // 24: tributary.v1.EndpointPort
+	(*Secret)(nil),                       // 25: tributary.v1.Secret
+	(*TLSCertificateDelegation)(nil),     // 26: tributary.v1.TLSCertificateDelegation
+	(*CertificateDelegation)(nil),        // 27: tributary.v1.CertificateDelegation
+	nil,                                  // 28: tributary.v1.ObjectMeta.LabelsEntry
+	nil,                                  // 29: tributary.v1.ObjectMeta.AnnotationsEntry
 }
 var file_tributary_v1_objects_proto_depIdxs = []int32{
-	19, // 0: tributary.v1.ObjectMeta.labels:type_name -> tributary.v1.ObjectMeta.LabelsEntry
-	2,  // 1: tributary.v1.KubernetesObject.extension_service:type_name -> tributary.v1.ExtensionService
-	9,  // 2: tributary.v1.KubernetesObject.service:type_name -> tributary.v1.Service
-	12, // 3: tributary.v1.KubernetesObject.endpoint_slice:type_name -> tributary.v1.EndpointSlice
-	16, // 4: tributary.v1.KubernetesObject.secret:type_name -> tributary.v1.Secret
-	17, // 5: tributary.v1.KubernetesObject.tls_certificate_delegation:type_name -> tributary.v1.TLSCertificateDelegation
-	0,  // 6: tributary.v1.ExtensionService.metadata:type_name -> tributary.v1.ObjectMeta
-	3,  // 7: tributary.v1.ExtensionService.spec:type_name -> tributary.v1.ExtensionServiceSpec
-	4,  // 8: tributary.v1.ExtensionServiceSpec.services:type_name -> tributary.v1.ExtensionServiceTarget
-	5,  // 9: tributary.v1.ExtensionServiceSpec.validation:type_name -> tributary.v1.UpstreamValidation
-	6,  // 10: tributary.v1.ExtensionServiceSpec.load_balancer_policy:type_name -> tributary.v1.LoadBalancerPolicy
-	7,  // 11: tributary.v1.ExtensionServiceSpec.timeout_policy:type_name -> tributary.v1.TimeoutPolicy
-	8,  // 12: tributary.v1.ExtensionServiceSpec.circuit_breaker_policy:type_name -> tributary.v1.CircuitBreakers
-	0,  // 13: tributary.v1.Service.metadata:type_name -> tributary.v1.ObjectMeta
-	10, // 14: tributary.v1.Service.spec:type_name -> tributary.v1.ServiceSpec
-	11, // 15: tributary.v1.ServiceSpec.ports:type_name -> tributary.v1.ServicePort
-	0,  // 16: tributary.v1.EndpointSlice.metadata:type_name -> tributary.v1.ObjectMeta
-	13, // 17: tributary.v1.EndpointSlice.endpoints:type_name -> tributary.v1.Endpoint
-	15, // 18: tributary.v1.EndpointSlice.ports:type_name -> tributary.v1.EndpointPort
-	14, // 19: tributary.v1.Endpoint.conditions:type_name -> tributary.v1.EndpointConditions
-	0,  // 20: tributary.v1.Secret.metadata:type_name -> tributary.v1.ObjectMeta
-	0,  // 21: tributary.v1.TLSCertificateDelegation.metadata:type_name -> tributary.v1.ObjectMeta
-	18, // 22: tributary.v1.TLSCertificateDelegation.delegations:type_name -> tributary.v1.CertificateDelegation
-	23, // [23:23] is the sub-list for method output_type
-	23, // [23:23] is the sub-list for method input_type
-	23, // [23:23] is the sub-list for extension type_name
-	23, // [23:23] is the sub-list for extension extendee
-	0,  // [0:23] is the sub-list for field type_name
+	28, // 0: tributary.v1.ObjectMeta.labels:type_name -> tributary.v1.ObjectMeta.LabelsEntry
+	29, // 1: tributary.v1.ObjectMeta.annotations:type_name -> tributary.v1.ObjectMeta.AnnotationsEntry
+	2,  // 2: tributary.v1.KubernetesObject.extension_service:type_name -> tributary.v1.ExtensionService
+	18, // 3: tributary.v1.KubernetesObject.service:type_name -> tributary.v1.Service
+	21, // 4: tributary.v1.KubernetesObject.endpoint_slice:type_name -> tributary.v1.EndpointSlice
+	25, // 5: tributary.v1.KubernetesObject.secret:type_name -> tributary.v1.Secret
+	26, // 6: tributary.v1.KubernetesObject.tls_certificate_delegation:type_name -> tributary.v1.TLSCertificateDelegation
+	0,  // 7: tributary.v1.ExtensionService.metadata:type_name -> tributary.v1.ObjectMeta
+	3,  // 8: tributary.v1.ExtensionService.spec:type_name -> tributary.v1.ExtensionServiceSpec
+	13, // 9: tributary.v1.ExtensionServiceSpec.services:type_name -> tributary.v1.ExtensionServiceTarget
+	14, // 10: tributary.v1.ExtensionServiceSpec.validation:type_name -> tributary.v1.UpstreamValidation
+	15, // 11: tributary.v1.ExtensionServiceSpec.load_balancer_policy:type_name -> tributary.v1.LoadBalancerPolicy
+	16, // 12: tributary.v1.ExtensionServiceSpec.timeout_policy:type_name -> tributary.v1.TimeoutPolicy
+	17, // 13: tributary.v1.ExtensionServiceSpec.circuit_breaker_policy:type_name -> tributary.v1.CircuitBreakers
+	4,  // 14: tributary.v1.ExtensionServiceSpec.options:type_name -> tributary.v1.ExtensionOptions
+	5,  // 15: tributary.v1.ExtensionOptions.health_check:type_name -> tributary.v1.HealthCheck
+	6,  // 16: tributary.v1.ExtensionOptions.outlier_detection:type_name -> tributary.v1.OutlierDetection
+	7,  // 17: tributary.v1.ExtensionOptions.tls:type_name -> tributary.v1.ExtensionTLS
+	8,  // 18: tributary.v1.ExtensionOptions.http2_keepalive:type_name -> tributary.v1.Http2Keepalive
+	9,  // 19: tributary.v1.ExtensionOptions.tcp_keepalive:type_name -> tributary.v1.TcpKeepalive
+	10, // 20: tributary.v1.ExtensionOptions.connection_limits:type_name -> tributary.v1.ConnectionLimits
+	11, // 21: tributary.v1.ExtensionOptions.slow_start:type_name -> tributary.v1.SlowStart
+	12, // 22: tributary.v1.ExtensionOptions.client_side_weighted_round_robin:type_name -> tributary.v1.ClientSideWeightedRoundRobin
+	0,  // 23: tributary.v1.Service.metadata:type_name -> tributary.v1.ObjectMeta
+	19, // 24: tributary.v1.Service.spec:type_name -> tributary.v1.ServiceSpec
+	20, // 25: tributary.v1.ServiceSpec.ports:type_name -> tributary.v1.ServicePort
+	0,  // 26: tributary.v1.EndpointSlice.metadata:type_name -> tributary.v1.ObjectMeta
+	22, // 27: tributary.v1.EndpointSlice.endpoints:type_name -> tributary.v1.Endpoint
+	24, // 28: tributary.v1.EndpointSlice.ports:type_name -> tributary.v1.EndpointPort
+	23, // 29: tributary.v1.Endpoint.conditions:type_name -> tributary.v1.EndpointConditions
+	0,  // 30: tributary.v1.Secret.metadata:type_name -> tributary.v1.ObjectMeta
+	0,  // 31: tributary.v1.TLSCertificateDelegation.metadata:type_name -> tributary.v1.ObjectMeta
+	27, // 32: tributary.v1.TLSCertificateDelegation.delegations:type_name -> tributary.v1.CertificateDelegation
+	33, // [33:33] is the sub-list for method output_type
+	33, // [33:33] is the sub-list for method input_type
+	33, // [33:33] is the sub-list for extension type_name
+	33, // [33:33] is the sub-list for extension extendee
+	0,  // [0:33] is the sub-list for field type_name
 }
 
 func init() { file_tributary_v1_objects_proto_init() }
@@ -1547,15 +2450,23 @@ func file_tributary_v1_objects_proto_init() {
 		(*KubernetesObject_TlsCertificateDelegation)(nil),
 	}
 	file_tributary_v1_objects_proto_msgTypes[3].OneofWrappers = []any{}
-	file_tributary_v1_objects_proto_msgTypes[14].OneofWrappers = []any{}
-	file_tributary_v1_objects_proto_msgTypes[15].OneofWrappers = []any{}
+	file_tributary_v1_objects_proto_msgTypes[5].OneofWrappers = []any{}
+	file_tributary_v1_objects_proto_msgTypes[6].OneofWrappers = []any{}
+	file_tributary_v1_objects_proto_msgTypes[7].OneofWrappers = []any{}
+	file_tributary_v1_objects_proto_msgTypes[8].OneofWrappers = []any{}
+	file_tributary_v1_objects_proto_msgTypes[9].OneofWrappers = []any{}
+	file_tributary_v1_objects_proto_msgTypes[10].OneofWrappers = []any{}
+	file_tributary_v1_objects_proto_msgTypes[11].OneofWrappers = []any{}
+	file_tributary_v1_objects_proto_msgTypes[12].OneofWrappers = []any{}
+	file_tributary_v1_objects_proto_msgTypes[23].OneofWrappers = []any{}
+	file_tributary_v1_objects_proto_msgTypes[24].OneofWrappers = []any{}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_tributary_v1_objects_proto_rawDesc), len(file_tributary_v1_objects_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   20,
+			NumMessages:   30,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

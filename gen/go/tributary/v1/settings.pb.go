@@ -37,9 +37,18 @@ type Settings struct {
 	// extensions as its client certificate.
 	ClientCertificate string `protobuf:"bytes,4,opt,name=client_certificate,json=clientCertificate,proto3" json:"client_certificate,omitempty"`
 	// TLS parameters for h2 extensions.
-	UpstreamTls   *UpstreamTLS `protobuf:"bytes,5,opt,name=upstream_tls,json=upstreamTls,proto3" json:"upstream_tls,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	UpstreamTls *UpstreamTLS `protobuf:"bytes,5,opt,name=upstream_tls,json=upstreamTls,proto3" json:"upstream_tls,omitempty"`
+	// Options for every ExtensionService, group by group, where the
+	// ExtensionService sets the group neither in spec.options nor in
+	// annotations.
+	ExtensionDefaults *ExtensionOptions `protobuf:"bytes,6,opt,name=extension_defaults,json=extensionDefaults,proto3" json:"extension_defaults,omitempty"`
+	// Allow ExternalName Services as targets. Off by default, as in Contour,
+	// since an ExternalName lets a namespace send traffic to any name. When
+	// on, an ExtensionService whose targets are all ExternalName becomes a
+	// STRICT_DNS Cluster; mixing them with other Services is an error.
+	EnableExternalNameTargets bool `protobuf:"varint,7,opt,name=enable_external_name_targets,json=enableExternalNameTargets,proto3" json:"enable_external_name_targets,omitempty"`
+	unknownFields             protoimpl.UnknownFields
+	sizeCache                 protoimpl.SizeCache
 }
 
 func (x *Settings) Reset() {
@@ -105,6 +114,20 @@ func (x *Settings) GetUpstreamTls() *UpstreamTLS {
 		return x.UpstreamTls
 	}
 	return nil
+}
+
+func (x *Settings) GetExtensionDefaults() *ExtensionOptions {
+	if x != nil {
+		return x.ExtensionDefaults
+	}
+	return nil
+}
+
+func (x *Settings) GetEnableExternalNameTargets() bool {
+	if x != nil {
+		return x.EnableExternalNameTargets
+	}
+	return false
 }
 
 // UpstreamTLS sets the TLS parameters Envoy uses towards h2 extensions.
@@ -175,13 +198,15 @@ var File_tributary_v1_settings_proto protoreflect.FileDescriptor
 
 const file_tributary_v1_settings_proto_rawDesc = "" +
 	"\n" +
-	"\x1btributary/v1/settings.proto\x12\ftributary.v1\x1a\x1atributary/v1/objects.proto\"\xa1\x02\n" +
+	"\x1btributary/v1/settings.proto\x12\ftributary.v1\x1a\x1atributary/v1/objects.proto\"\xb1\x03\n" +
 	"\bSettings\x12(\n" +
 	"\x10xds_cluster_name\x18\x01 \x01(\tR\x0exdsClusterName\x12'\n" +
 	"\x0fconnect_timeout\x18\x02 \x01(\tR\x0econnectTimeout\x12U\n" +
 	"\x17global_circuit_breakers\x18\x03 \x01(\v2\x1d.tributary.v1.CircuitBreakersR\x15globalCircuitBreakers\x12-\n" +
 	"\x12client_certificate\x18\x04 \x01(\tR\x11clientCertificate\x12<\n" +
-	"\fupstream_tls\x18\x05 \x01(\v2\x19.tributary.v1.UpstreamTLSR\vupstreamTls\"\xa6\x01\n" +
+	"\fupstream_tls\x18\x05 \x01(\v2\x19.tributary.v1.UpstreamTLSR\vupstreamTls\x12M\n" +
+	"\x12extension_defaults\x18\x06 \x01(\v2\x1e.tributary.v1.ExtensionOptionsR\x11extensionDefaults\x12?\n" +
+	"\x1cenable_external_name_targets\x18\a \x01(\bR\x19enableExternalNameTargets\"\xa6\x01\n" +
 	"\vUpstreamTLS\x128\n" +
 	"\x18minimum_protocol_version\x18\x01 \x01(\tR\x16minimumProtocolVersion\x128\n" +
 	"\x18maximum_protocol_version\x18\x02 \x01(\tR\x16maximumProtocolVersion\x12#\n" +
@@ -201,18 +226,20 @@ func file_tributary_v1_settings_proto_rawDescGZIP() []byte {
 
 var file_tributary_v1_settings_proto_msgTypes = make([]protoimpl.MessageInfo, 2)
 var file_tributary_v1_settings_proto_goTypes = []any{
-	(*Settings)(nil),        // 0: tributary.v1.Settings
-	(*UpstreamTLS)(nil),     // 1: tributary.v1.UpstreamTLS
-	(*CircuitBreakers)(nil), // 2: tributary.v1.CircuitBreakers
+	(*Settings)(nil),         // 0: tributary.v1.Settings
+	(*UpstreamTLS)(nil),      // 1: tributary.v1.UpstreamTLS
+	(*CircuitBreakers)(nil),  // 2: tributary.v1.CircuitBreakers
+	(*ExtensionOptions)(nil), // 3: tributary.v1.ExtensionOptions
 }
 var file_tributary_v1_settings_proto_depIdxs = []int32{
 	2, // 0: tributary.v1.Settings.global_circuit_breakers:type_name -> tributary.v1.CircuitBreakers
 	1, // 1: tributary.v1.Settings.upstream_tls:type_name -> tributary.v1.UpstreamTLS
-	2, // [2:2] is the sub-list for method output_type
-	2, // [2:2] is the sub-list for method input_type
-	2, // [2:2] is the sub-list for extension type_name
-	2, // [2:2] is the sub-list for extension extendee
-	0, // [0:2] is the sub-list for field type_name
+	3, // 2: tributary.v1.Settings.extension_defaults:type_name -> tributary.v1.ExtensionOptions
+	3, // [3:3] is the sub-list for method output_type
+	3, // [3:3] is the sub-list for method input_type
+	3, // [3:3] is the sub-list for extension type_name
+	3, // [3:3] is the sub-list for extension extendee
+	0, // [0:3] is the sub-list for field type_name
 }
 
 func init() { file_tributary_v1_settings_proto_init() }

@@ -310,8 +310,13 @@ type ExtensionServiceStatus struct {
 	// the filter that calls the extension (such as ext_authz), not for the
 	// Cluster. Empty when unset.
 	ResponseTimeout string `protobuf:"bytes,5,opt,name=response_timeout,json=responseTimeout,proto3" json:"response_timeout,omitempty"`
-	unknownFields   protoimpl.UnknownFields
-	sizeCache       protoimpl.SizeCache
+	// Per target Service, how much traffic it can take: its ready endpoints
+	// and the weight its locality carries. Not part of Contour's status;
+	// empty unless the ExtensionService resolved its targets. Changes with
+	// the endpoints, so it is a Sync status change of its own.
+	Availability  []*TargetAvailability `protobuf:"bytes,6,rep,name=availability,proto3" json:"availability,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *ExtensionServiceStatus) Reset() {
@@ -379,6 +384,96 @@ func (x *ExtensionServiceStatus) GetResponseTimeout() string {
 	return ""
 }
 
+func (x *ExtensionServiceStatus) GetAvailability() []*TargetAvailability {
+	if x != nil {
+		return x.Availability
+	}
+	return nil
+}
+
+// TargetAvailability says whether one target Service carries traffic.
+type TargetAvailability struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The Service's name, in the ExtensionService's namespace.
+	Service string `protobuf:"bytes,1,opt,name=service,proto3" json:"service,omitempty"`
+	// The target port (spec.services[].port).
+	Port int32 `protobuf:"varint,2,opt,name=port,proto3" json:"port,omitempty"`
+	// Endpoints used: ready, and not taken by an earlier target.
+	ReadyEndpoints uint32 `protobuf:"varint,3,opt,name=ready_endpoints,json=readyEndpoints,proto3" json:"ready_endpoints,omitempty"`
+	// The load_balancing_weight of its locality; 0 when it carries none.
+	Weight uint32 `protobuf:"varint,4,opt,name=weight,proto3" json:"weight,omitempty"`
+	// Why it carries no traffic, empty when it does: "NoReadyEndpoints" or
+	// "ZeroWeight".
+	Reason        string `protobuf:"bytes,5,opt,name=reason,proto3" json:"reason,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *TargetAvailability) Reset() {
+	*x = TargetAvailability{}
+	mi := &file_tributary_v1_translation_proto_msgTypes[4]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *TargetAvailability) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*TargetAvailability) ProtoMessage() {}
+
+func (x *TargetAvailability) ProtoReflect() protoreflect.Message {
+	mi := &file_tributary_v1_translation_proto_msgTypes[4]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use TargetAvailability.ProtoReflect.Descriptor instead.
+func (*TargetAvailability) Descriptor() ([]byte, []int) {
+	return file_tributary_v1_translation_proto_rawDescGZIP(), []int{4}
+}
+
+func (x *TargetAvailability) GetService() string {
+	if x != nil {
+		return x.Service
+	}
+	return ""
+}
+
+func (x *TargetAvailability) GetPort() int32 {
+	if x != nil {
+		return x.Port
+	}
+	return 0
+}
+
+func (x *TargetAvailability) GetReadyEndpoints() uint32 {
+	if x != nil {
+		return x.ReadyEndpoints
+	}
+	return 0
+}
+
+func (x *TargetAvailability) GetWeight() uint32 {
+	if x != nil {
+		return x.Weight
+	}
+	return 0
+}
+
+func (x *TargetAvailability) GetReason() string {
+	if x != nil {
+		return x.Reason
+	}
+	return ""
+}
+
 // DetailedCondition mirrors Contour's DetailedCondition.
 type DetailedCondition struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -402,7 +497,7 @@ type DetailedCondition struct {
 
 func (x *DetailedCondition) Reset() {
 	*x = DetailedCondition{}
-	mi := &file_tributary_v1_translation_proto_msgTypes[4]
+	mi := &file_tributary_v1_translation_proto_msgTypes[5]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -414,7 +509,7 @@ func (x *DetailedCondition) String() string {
 func (*DetailedCondition) ProtoMessage() {}
 
 func (x *DetailedCondition) ProtoReflect() protoreflect.Message {
-	mi := &file_tributary_v1_translation_proto_msgTypes[4]
+	mi := &file_tributary_v1_translation_proto_msgTypes[5]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -427,7 +522,7 @@ func (x *DetailedCondition) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DetailedCondition.ProtoReflect.Descriptor instead.
 func (*DetailedCondition) Descriptor() ([]byte, []int) {
-	return file_tributary_v1_translation_proto_rawDescGZIP(), []int{4}
+	return file_tributary_v1_translation_proto_rawDescGZIP(), []int{5}
 }
 
 func (x *DetailedCondition) GetType() string {
@@ -496,7 +591,7 @@ type SubCondition struct {
 
 func (x *SubCondition) Reset() {
 	*x = SubCondition{}
-	mi := &file_tributary_v1_translation_proto_msgTypes[5]
+	mi := &file_tributary_v1_translation_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -508,7 +603,7 @@ func (x *SubCondition) String() string {
 func (*SubCondition) ProtoMessage() {}
 
 func (x *SubCondition) ProtoReflect() protoreflect.Message {
-	mi := &file_tributary_v1_translation_proto_msgTypes[5]
+	mi := &file_tributary_v1_translation_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -521,7 +616,7 @@ func (x *SubCondition) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SubCondition.ProtoReflect.Descriptor instead.
 func (*SubCondition) Descriptor() ([]byte, []int) {
-	return file_tributary_v1_translation_proto_rawDescGZIP(), []int{5}
+	return file_tributary_v1_translation_proto_rawDescGZIP(), []int{6}
 }
 
 func (x *SubCondition) GetType() string {
@@ -568,7 +663,7 @@ type SyncRequest struct {
 
 func (x *SyncRequest) Reset() {
 	*x = SyncRequest{}
-	mi := &file_tributary_v1_translation_proto_msgTypes[6]
+	mi := &file_tributary_v1_translation_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -580,7 +675,7 @@ func (x *SyncRequest) String() string {
 func (*SyncRequest) ProtoMessage() {}
 
 func (x *SyncRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tributary_v1_translation_proto_msgTypes[6]
+	mi := &file_tributary_v1_translation_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -593,7 +688,7 @@ func (x *SyncRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SyncRequest.ProtoReflect.Descriptor instead.
 func (*SyncRequest) Descriptor() ([]byte, []int) {
-	return file_tributary_v1_translation_proto_rawDescGZIP(), []int{6}
+	return file_tributary_v1_translation_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *SyncRequest) GetMessage() isSyncRequest_Message {
@@ -672,7 +767,7 @@ type SyncStart struct {
 
 func (x *SyncStart) Reset() {
 	*x = SyncStart{}
-	mi := &file_tributary_v1_translation_proto_msgTypes[7]
+	mi := &file_tributary_v1_translation_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -684,7 +779,7 @@ func (x *SyncStart) String() string {
 func (*SyncStart) ProtoMessage() {}
 
 func (x *SyncStart) ProtoReflect() protoreflect.Message {
-	mi := &file_tributary_v1_translation_proto_msgTypes[7]
+	mi := &file_tributary_v1_translation_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -697,7 +792,7 @@ func (x *SyncStart) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SyncStart.ProtoReflect.Descriptor instead.
 func (*SyncStart) Descriptor() ([]byte, []int) {
-	return file_tributary_v1_translation_proto_rawDescGZIP(), []int{7}
+	return file_tributary_v1_translation_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *SyncStart) GetSettings() *Settings {
@@ -746,7 +841,7 @@ type SyncBatch struct {
 
 func (x *SyncBatch) Reset() {
 	*x = SyncBatch{}
-	mi := &file_tributary_v1_translation_proto_msgTypes[8]
+	mi := &file_tributary_v1_translation_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -758,7 +853,7 @@ func (x *SyncBatch) String() string {
 func (*SyncBatch) ProtoMessage() {}
 
 func (x *SyncBatch) ProtoReflect() protoreflect.Message {
-	mi := &file_tributary_v1_translation_proto_msgTypes[8]
+	mi := &file_tributary_v1_translation_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -771,7 +866,7 @@ func (x *SyncBatch) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SyncBatch.ProtoReflect.Descriptor instead.
 func (*SyncBatch) Descriptor() ([]byte, []int) {
-	return file_tributary_v1_translation_proto_rawDescGZIP(), []int{8}
+	return file_tributary_v1_translation_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *SyncBatch) GetId() uint64 {
@@ -810,7 +905,7 @@ type ObjectReference struct {
 
 func (x *ObjectReference) Reset() {
 	*x = ObjectReference{}
-	mi := &file_tributary_v1_translation_proto_msgTypes[9]
+	mi := &file_tributary_v1_translation_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -822,7 +917,7 @@ func (x *ObjectReference) String() string {
 func (*ObjectReference) ProtoMessage() {}
 
 func (x *ObjectReference) ProtoReflect() protoreflect.Message {
-	mi := &file_tributary_v1_translation_proto_msgTypes[9]
+	mi := &file_tributary_v1_translation_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -835,7 +930,7 @@ func (x *ObjectReference) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ObjectReference.ProtoReflect.Descriptor instead.
 func (*ObjectReference) Descriptor() ([]byte, []int) {
-	return file_tributary_v1_translation_proto_rawDescGZIP(), []int{9}
+	return file_tributary_v1_translation_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *ObjectReference) GetKind() ObjectKind {
@@ -876,7 +971,7 @@ type SyncResponse struct {
 
 func (x *SyncResponse) Reset() {
 	*x = SyncResponse{}
-	mi := &file_tributary_v1_translation_proto_msgTypes[10]
+	mi := &file_tributary_v1_translation_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -888,7 +983,7 @@ func (x *SyncResponse) String() string {
 func (*SyncResponse) ProtoMessage() {}
 
 func (x *SyncResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_tributary_v1_translation_proto_msgTypes[10]
+	mi := &file_tributary_v1_translation_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -901,7 +996,7 @@ func (x *SyncResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SyncResponse.ProtoReflect.Descriptor instead.
 func (*SyncResponse) Descriptor() ([]byte, []int) {
-	return file_tributary_v1_translation_proto_rawDescGZIP(), []int{10}
+	return file_tributary_v1_translation_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *SyncResponse) GetMessage() isSyncResponse_Message {
@@ -992,7 +1087,7 @@ type XdsNack struct {
 
 func (x *XdsNack) Reset() {
 	*x = XdsNack{}
-	mi := &file_tributary_v1_translation_proto_msgTypes[11]
+	mi := &file_tributary_v1_translation_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1004,7 +1099,7 @@ func (x *XdsNack) String() string {
 func (*XdsNack) ProtoMessage() {}
 
 func (x *XdsNack) ProtoReflect() protoreflect.Message {
-	mi := &file_tributary_v1_translation_proto_msgTypes[11]
+	mi := &file_tributary_v1_translation_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1017,7 +1112,7 @@ func (x *XdsNack) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use XdsNack.ProtoReflect.Descriptor instead.
 func (*XdsNack) Descriptor() ([]byte, []int) {
-	return file_tributary_v1_translation_proto_rawDescGZIP(), []int{11}
+	return file_tributary_v1_translation_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *XdsNack) GetNodeId() string {
@@ -1100,7 +1195,7 @@ type SyncDelta struct {
 
 func (x *SyncDelta) Reset() {
 	*x = SyncDelta{}
-	mi := &file_tributary_v1_translation_proto_msgTypes[12]
+	mi := &file_tributary_v1_translation_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1112,7 +1207,7 @@ func (x *SyncDelta) String() string {
 func (*SyncDelta) ProtoMessage() {}
 
 func (x *SyncDelta) ProtoReflect() protoreflect.Message {
-	mi := &file_tributary_v1_translation_proto_msgTypes[12]
+	mi := &file_tributary_v1_translation_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1125,7 +1220,7 @@ func (x *SyncDelta) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SyncDelta.ProtoReflect.Descriptor instead.
 func (*SyncDelta) Descriptor() ([]byte, []int) {
-	return file_tributary_v1_translation_proto_rawDescGZIP(), []int{12}
+	return file_tributary_v1_translation_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *SyncDelta) GetBatchId() uint64 {
@@ -1208,7 +1303,7 @@ type BatchRejected struct {
 
 func (x *BatchRejected) Reset() {
 	*x = BatchRejected{}
-	mi := &file_tributary_v1_translation_proto_msgTypes[13]
+	mi := &file_tributary_v1_translation_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1220,7 +1315,7 @@ func (x *BatchRejected) String() string {
 func (*BatchRejected) ProtoMessage() {}
 
 func (x *BatchRejected) ProtoReflect() protoreflect.Message {
-	mi := &file_tributary_v1_translation_proto_msgTypes[13]
+	mi := &file_tributary_v1_translation_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1233,7 +1328,7 @@ func (x *BatchRejected) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BatchRejected.ProtoReflect.Descriptor instead.
 func (*BatchRejected) Descriptor() ([]byte, []int) {
-	return file_tributary_v1_translation_proto_rawDescGZIP(), []int{13}
+	return file_tributary_v1_translation_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *BatchRejected) GetBatchId() uint64 {
@@ -1273,7 +1368,7 @@ type FieldViolation struct {
 
 func (x *FieldViolation) Reset() {
 	*x = FieldViolation{}
-	mi := &file_tributary_v1_translation_proto_msgTypes[14]
+	mi := &file_tributary_v1_translation_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1285,7 +1380,7 @@ func (x *FieldViolation) String() string {
 func (*FieldViolation) ProtoMessage() {}
 
 func (x *FieldViolation) ProtoReflect() protoreflect.Message {
-	mi := &file_tributary_v1_translation_proto_msgTypes[14]
+	mi := &file_tributary_v1_translation_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1298,7 +1393,7 @@ func (x *FieldViolation) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FieldViolation.ProtoReflect.Descriptor instead.
 func (*FieldViolation) Descriptor() ([]byte, []int) {
-	return file_tributary_v1_translation_proto_rawDescGZIP(), []int{14}
+	return file_tributary_v1_translation_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *FieldViolation) GetField() string {
@@ -1339,7 +1434,7 @@ const file_tributary_v1_translation_proto_rawDesc = "" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x18\n" +
 	"\aversion\x18\x02 \x01(\tR\aversion\x120\n" +
 	"\bresource\x18\x03 \x01(\v2\x14.google.protobuf.AnyR\bresource\x12\x12\n" +
-	"\x04json\x18\x04 \x01(\tR\x04json\"\xd9\x01\n" +
+	"\x04json\x18\x04 \x01(\tR\x04json\"\x9f\x02\n" +
 	"\x16ExtensionServiceStatus\x12\x1c\n" +
 	"\tnamespace\x18\x01 \x01(\tR\tnamespace\x12\x12\n" +
 	"\x04name\x18\x02 \x01(\tR\x04name\x12?\n" +
@@ -1347,7 +1442,14 @@ const file_tributary_v1_translation_proto_rawDesc = "" +
 	"conditions\x18\x03 \x03(\v2\x1f.tributary.v1.DetailedConditionR\n" +
 	"conditions\x12!\n" +
 	"\fcluster_name\x18\x04 \x01(\tR\vclusterName\x12)\n" +
-	"\x10response_timeout\x18\x05 \x01(\tR\x0fresponseTimeout\"\x8e\x02\n" +
+	"\x10response_timeout\x18\x05 \x01(\tR\x0fresponseTimeout\x12D\n" +
+	"\favailability\x18\x06 \x03(\v2 .tributary.v1.TargetAvailabilityR\favailability\"\x9b\x01\n" +
+	"\x12TargetAvailability\x12\x18\n" +
+	"\aservice\x18\x01 \x01(\tR\aservice\x12\x12\n" +
+	"\x04port\x18\x02 \x01(\x05R\x04port\x12'\n" +
+	"\x0fready_endpoints\x18\x03 \x01(\rR\x0ereadyEndpoints\x12\x16\n" +
+	"\x06weight\x18\x04 \x01(\rR\x06weight\x12\x16\n" +
+	"\x06reason\x18\x05 \x01(\tR\x06reason\"\x8e\x02\n" +
 	"\x11DetailedCondition\x12\x12\n" +
 	"\x04type\x18\x01 \x01(\tR\x04type\x12\x16\n" +
 	"\x06status\x18\x02 \x01(\tR\x06status\x12/\n" +
@@ -1438,61 +1540,63 @@ func file_tributary_v1_translation_proto_rawDescGZIP() []byte {
 }
 
 var file_tributary_v1_translation_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_tributary_v1_translation_proto_msgTypes = make([]protoimpl.MessageInfo, 15)
+var file_tributary_v1_translation_proto_msgTypes = make([]protoimpl.MessageInfo, 16)
 var file_tributary_v1_translation_proto_goTypes = []any{
 	(ObjectKind)(0),                // 0: tributary.v1.ObjectKind
 	(*TranslateRequest)(nil),       // 1: tributary.v1.TranslateRequest
 	(*TranslateResponse)(nil),      // 2: tributary.v1.TranslateResponse
 	(*Resource)(nil),               // 3: tributary.v1.Resource
 	(*ExtensionServiceStatus)(nil), // 4: tributary.v1.ExtensionServiceStatus
-	(*DetailedCondition)(nil),      // 5: tributary.v1.DetailedCondition
-	(*SubCondition)(nil),           // 6: tributary.v1.SubCondition
-	(*SyncRequest)(nil),            // 7: tributary.v1.SyncRequest
-	(*SyncStart)(nil),              // 8: tributary.v1.SyncStart
-	(*SyncBatch)(nil),              // 9: tributary.v1.SyncBatch
-	(*ObjectReference)(nil),        // 10: tributary.v1.ObjectReference
-	(*SyncResponse)(nil),           // 11: tributary.v1.SyncResponse
-	(*XdsNack)(nil),                // 12: tributary.v1.XdsNack
-	(*SyncDelta)(nil),              // 13: tributary.v1.SyncDelta
-	(*BatchRejected)(nil),          // 14: tributary.v1.BatchRejected
-	(*FieldViolation)(nil),         // 15: tributary.v1.FieldViolation
-	(*Settings)(nil),               // 16: tributary.v1.Settings
-	(*KubernetesObject)(nil),       // 17: tributary.v1.KubernetesObject
-	(*anypb.Any)(nil),              // 18: google.protobuf.Any
+	(*TargetAvailability)(nil),     // 5: tributary.v1.TargetAvailability
+	(*DetailedCondition)(nil),      // 6: tributary.v1.DetailedCondition
+	(*SubCondition)(nil),           // 7: tributary.v1.SubCondition
+	(*SyncRequest)(nil),            // 8: tributary.v1.SyncRequest
+	(*SyncStart)(nil),              // 9: tributary.v1.SyncStart
+	(*SyncBatch)(nil),              // 10: tributary.v1.SyncBatch
+	(*ObjectReference)(nil),        // 11: tributary.v1.ObjectReference
+	(*SyncResponse)(nil),           // 12: tributary.v1.SyncResponse
+	(*XdsNack)(nil),                // 13: tributary.v1.XdsNack
+	(*SyncDelta)(nil),              // 14: tributary.v1.SyncDelta
+	(*BatchRejected)(nil),          // 15: tributary.v1.BatchRejected
+	(*FieldViolation)(nil),         // 16: tributary.v1.FieldViolation
+	(*Settings)(nil),               // 17: tributary.v1.Settings
+	(*KubernetesObject)(nil),       // 18: tributary.v1.KubernetesObject
+	(*anypb.Any)(nil),              // 19: google.protobuf.Any
 }
 var file_tributary_v1_translation_proto_depIdxs = []int32{
-	16, // 0: tributary.v1.TranslateRequest.settings:type_name -> tributary.v1.Settings
-	17, // 1: tributary.v1.TranslateRequest.objects:type_name -> tributary.v1.KubernetesObject
+	17, // 0: tributary.v1.TranslateRequest.settings:type_name -> tributary.v1.Settings
+	18, // 1: tributary.v1.TranslateRequest.objects:type_name -> tributary.v1.KubernetesObject
 	3,  // 2: tributary.v1.TranslateResponse.clusters:type_name -> tributary.v1.Resource
 	3,  // 3: tributary.v1.TranslateResponse.cluster_load_assignments:type_name -> tributary.v1.Resource
 	4,  // 4: tributary.v1.TranslateResponse.statuses:type_name -> tributary.v1.ExtensionServiceStatus
-	18, // 5: tributary.v1.Resource.resource:type_name -> google.protobuf.Any
-	5,  // 6: tributary.v1.ExtensionServiceStatus.conditions:type_name -> tributary.v1.DetailedCondition
-	6,  // 7: tributary.v1.DetailedCondition.errors:type_name -> tributary.v1.SubCondition
-	6,  // 8: tributary.v1.DetailedCondition.warnings:type_name -> tributary.v1.SubCondition
-	8,  // 9: tributary.v1.SyncRequest.start:type_name -> tributary.v1.SyncStart
-	9,  // 10: tributary.v1.SyncRequest.batch:type_name -> tributary.v1.SyncBatch
-	16, // 11: tributary.v1.SyncStart.settings:type_name -> tributary.v1.Settings
-	17, // 12: tributary.v1.SyncBatch.upserts:type_name -> tributary.v1.KubernetesObject
-	10, // 13: tributary.v1.SyncBatch.deletes:type_name -> tributary.v1.ObjectReference
-	0,  // 14: tributary.v1.ObjectReference.kind:type_name -> tributary.v1.ObjectKind
-	13, // 15: tributary.v1.SyncResponse.delta:type_name -> tributary.v1.SyncDelta
-	14, // 16: tributary.v1.SyncResponse.rejected:type_name -> tributary.v1.BatchRejected
-	12, // 17: tributary.v1.SyncResponse.xds_nack:type_name -> tributary.v1.XdsNack
-	3,  // 18: tributary.v1.SyncDelta.clusters:type_name -> tributary.v1.Resource
-	3,  // 19: tributary.v1.SyncDelta.cluster_load_assignments:type_name -> tributary.v1.Resource
-	4,  // 20: tributary.v1.SyncDelta.statuses:type_name -> tributary.v1.ExtensionServiceStatus
-	10, // 21: tributary.v1.SyncDelta.removed_statuses:type_name -> tributary.v1.ObjectReference
-	15, // 22: tributary.v1.BatchRejected.violations:type_name -> tributary.v1.FieldViolation
-	1,  // 23: tributary.v1.TranslationService.Translate:input_type -> tributary.v1.TranslateRequest
-	7,  // 24: tributary.v1.TranslationService.Sync:input_type -> tributary.v1.SyncRequest
-	2,  // 25: tributary.v1.TranslationService.Translate:output_type -> tributary.v1.TranslateResponse
-	11, // 26: tributary.v1.TranslationService.Sync:output_type -> tributary.v1.SyncResponse
-	25, // [25:27] is the sub-list for method output_type
-	23, // [23:25] is the sub-list for method input_type
-	23, // [23:23] is the sub-list for extension type_name
-	23, // [23:23] is the sub-list for extension extendee
-	0,  // [0:23] is the sub-list for field type_name
+	19, // 5: tributary.v1.Resource.resource:type_name -> google.protobuf.Any
+	6,  // 6: tributary.v1.ExtensionServiceStatus.conditions:type_name -> tributary.v1.DetailedCondition
+	5,  // 7: tributary.v1.ExtensionServiceStatus.availability:type_name -> tributary.v1.TargetAvailability
+	7,  // 8: tributary.v1.DetailedCondition.errors:type_name -> tributary.v1.SubCondition
+	7,  // 9: tributary.v1.DetailedCondition.warnings:type_name -> tributary.v1.SubCondition
+	9,  // 10: tributary.v1.SyncRequest.start:type_name -> tributary.v1.SyncStart
+	10, // 11: tributary.v1.SyncRequest.batch:type_name -> tributary.v1.SyncBatch
+	17, // 12: tributary.v1.SyncStart.settings:type_name -> tributary.v1.Settings
+	18, // 13: tributary.v1.SyncBatch.upserts:type_name -> tributary.v1.KubernetesObject
+	11, // 14: tributary.v1.SyncBatch.deletes:type_name -> tributary.v1.ObjectReference
+	0,  // 15: tributary.v1.ObjectReference.kind:type_name -> tributary.v1.ObjectKind
+	14, // 16: tributary.v1.SyncResponse.delta:type_name -> tributary.v1.SyncDelta
+	15, // 17: tributary.v1.SyncResponse.rejected:type_name -> tributary.v1.BatchRejected
+	13, // 18: tributary.v1.SyncResponse.xds_nack:type_name -> tributary.v1.XdsNack
+	3,  // 19: tributary.v1.SyncDelta.clusters:type_name -> tributary.v1.Resource
+	3,  // 20: tributary.v1.SyncDelta.cluster_load_assignments:type_name -> tributary.v1.Resource
+	4,  // 21: tributary.v1.SyncDelta.statuses:type_name -> tributary.v1.ExtensionServiceStatus
+	11, // 22: tributary.v1.SyncDelta.removed_statuses:type_name -> tributary.v1.ObjectReference
+	16, // 23: tributary.v1.BatchRejected.violations:type_name -> tributary.v1.FieldViolation
+	1,  // 24: tributary.v1.TranslationService.Translate:input_type -> tributary.v1.TranslateRequest
+	8,  // 25: tributary.v1.TranslationService.Sync:input_type -> tributary.v1.SyncRequest
+	2,  // 26: tributary.v1.TranslationService.Translate:output_type -> tributary.v1.TranslateResponse
+	12, // 27: tributary.v1.TranslationService.Sync:output_type -> tributary.v1.SyncResponse
+	26, // [26:28] is the sub-list for method output_type
+	24, // [24:26] is the sub-list for method input_type
+	24, // [24:24] is the sub-list for extension type_name
+	24, // [24:24] is the sub-list for extension extendee
+	0,  // [0:24] is the sub-list for field type_name
 }
 
 func init() { file_tributary_v1_translation_proto_init() }
@@ -1502,11 +1606,11 @@ func file_tributary_v1_translation_proto_init() {
 	}
 	file_tributary_v1_objects_proto_init()
 	file_tributary_v1_settings_proto_init()
-	file_tributary_v1_translation_proto_msgTypes[6].OneofWrappers = []any{
+	file_tributary_v1_translation_proto_msgTypes[7].OneofWrappers = []any{
 		(*SyncRequest_Start)(nil),
 		(*SyncRequest_Batch)(nil),
 	}
-	file_tributary_v1_translation_proto_msgTypes[10].OneofWrappers = []any{
+	file_tributary_v1_translation_proto_msgTypes[11].OneofWrappers = []any{
 		(*SyncResponse_Delta)(nil),
 		(*SyncResponse_Rejected)(nil),
 		(*SyncResponse_XdsNack)(nil),
@@ -1517,7 +1621,7 @@ func file_tributary_v1_translation_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_tributary_v1_translation_proto_rawDesc), len(file_tributary_v1_translation_proto_rawDesc)),
 			NumEnums:      1,
-			NumMessages:   15,
+			NumMessages:   16,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

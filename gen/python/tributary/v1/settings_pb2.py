@@ -14,7 +14,7 @@ _sym_db = _symbol_database.Default()
 from tributary.v1 import objects_pb2 as tributary_dot_v1_dot_objects__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x1btributary/v1/settings.proto\x12\x0ctributary.v1\x1a\x1atributary/v1/objects.proto\"\xa1\x02\n\x08Settings\x12(\n\x10xds_cluster_name\x18\x01 \x01(\tR\x0exdsClusterName\x12\'\n\x0f\x63onnect_timeout\x18\x02 \x01(\tR\x0e\x63onnectTimeout\x12U\n\x17global_circuit_breakers\x18\x03 \x01(\x0b\x32\x1d.tributary.v1.CircuitBreakersR\x15globalCircuitBreakers\x12-\n\x12\x63lient_certificate\x18\x04 \x01(\tR\x11\x63lientCertificate\x12<\n\x0cupstream_tls\x18\x05 \x01(\x0b\x32\x19.tributary.v1.UpstreamTLSR\x0bupstreamTls\"\xa6\x01\n\x0bUpstreamTLS\x12\x38\n\x18minimum_protocol_version\x18\x01 \x01(\tR\x16minimumProtocolVersion\x12\x38\n\x18maximum_protocol_version\x18\x02 \x01(\tR\x16maximumProtocolVersion\x12#\n\rcipher_suites\x18\x03 \x03(\tR\x0c\x63ipherSuitesBDZBgithub.com/tributary-dev/tributary/gen/go/tributary/v1;tributaryv1b\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x1btributary/v1/settings.proto\x12\x0ctributary.v1\x1a\x1atributary/v1/objects.proto\"\xb1\x03\n\x08Settings\x12(\n\x10xds_cluster_name\x18\x01 \x01(\tR\x0exdsClusterName\x12\'\n\x0f\x63onnect_timeout\x18\x02 \x01(\tR\x0e\x63onnectTimeout\x12U\n\x17global_circuit_breakers\x18\x03 \x01(\x0b\x32\x1d.tributary.v1.CircuitBreakersR\x15globalCircuitBreakers\x12-\n\x12\x63lient_certificate\x18\x04 \x01(\tR\x11\x63lientCertificate\x12<\n\x0cupstream_tls\x18\x05 \x01(\x0b\x32\x19.tributary.v1.UpstreamTLSR\x0bupstreamTls\x12M\n\x12\x65xtension_defaults\x18\x06 \x01(\x0b\x32\x1e.tributary.v1.ExtensionOptionsR\x11\x65xtensionDefaults\x12?\n\x1c\x65nable_external_name_targets\x18\x07 \x01(\x08R\x19\x65nableExternalNameTargets\"\xa6\x01\n\x0bUpstreamTLS\x12\x38\n\x18minimum_protocol_version\x18\x01 \x01(\tR\x16minimumProtocolVersion\x12\x38\n\x18maximum_protocol_version\x18\x02 \x01(\tR\x16maximumProtocolVersion\x12#\n\rcipher_suites\x18\x03 \x03(\tR\x0c\x63ipherSuitesBDZBgithub.com/tributary-dev/tributary/gen/go/tributary/v1;tributaryv1b\x06proto3')
 
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, globals())
 _builder.BuildTopDescriptorsAndMessages(DESCRIPTOR, 'tributary.v1.settings_pb2', globals())
@@ -23,7 +23,7 @@ if _descriptor._USE_C_DESCRIPTORS == False:
   DESCRIPTOR._options = None
   DESCRIPTOR._serialized_options = b'ZBgithub.com/tributary-dev/tributary/gen/go/tributary/v1;tributaryv1'
   _SETTINGS._serialized_start=74
-  _SETTINGS._serialized_end=363
-  _UPSTREAMTLS._serialized_start=366
-  _UPSTREAMTLS._serialized_end=532
+  _SETTINGS._serialized_end=507
+  _UPSTREAMTLS._serialized_start=510
+  _UPSTREAMTLS._serialized_end=676
 # @@protoc_insertion_point(module_scope)

@@ -7,18 +7,22 @@ from typing import ClassVar as _ClassVar, Iterable as _Iterable, Mapping as _Map
 DESCRIPTOR: _descriptor.FileDescriptor
 
 class Settings(_message.Message):
-    __slots__ = ["client_certificate", "connect_timeout", "global_circuit_breakers", "upstream_tls", "xds_cluster_name"]
+    __slots__ = ["client_certificate", "connect_timeout", "enable_external_name_targets", "extension_defaults", "global_circuit_breakers", "upstream_tls", "xds_cluster_name"]
     CLIENT_CERTIFICATE_FIELD_NUMBER: _ClassVar[int]
     CONNECT_TIMEOUT_FIELD_NUMBER: _ClassVar[int]
+    ENABLE_EXTERNAL_NAME_TARGETS_FIELD_NUMBER: _ClassVar[int]
+    EXTENSION_DEFAULTS_FIELD_NUMBER: _ClassVar[int]
     GLOBAL_CIRCUIT_BREAKERS_FIELD_NUMBER: _ClassVar[int]
     UPSTREAM_TLS_FIELD_NUMBER: _ClassVar[int]
     XDS_CLUSTER_NAME_FIELD_NUMBER: _ClassVar[int]
     client_certificate: str
     connect_timeout: str
+    enable_external_name_targets: bool
+    extension_defaults: _objects_pb2.ExtensionOptions
     global_circuit_breakers: _objects_pb2.CircuitBreakers
     upstream_tls: UpstreamTLS
     xds_cluster_name: str
-    def __init__(self, xds_cluster_name: _Optional[str] = ..., connect_timeout: _Optional[str] = ..., global_circuit_breakers: _Optional[_Union[_objects_pb2.CircuitBreakers, _Mapping]] = ..., client_certificate: _Optional[str] = ..., upstream_tls: _Optional[_Union[UpstreamTLS, _Mapping]] = ...) -> None: ...
+    def __init__(self, xds_cluster_name: _Optional[str] = ..., connect_timeout: _Optional[str] = ..., global_circuit_breakers: _Optional[_Union[_objects_pb2.CircuitBreakers, _Mapping]] = ..., client_certificate: _Optional[str] = ..., upstream_tls: _Optional[_Union[UpstreamTLS, _Mapping]] = ..., extension_defaults: _Optional[_Union[_objects_pb2.ExtensionOptions, _Mapping]] = ..., enable_external_name_targets: bool = ...) -> None: ...
 
 class UpstreamTLS(_message.Message):
     __slots__ = ["cipher_suites", "maximum_protocol_version", "minimum_protocol_version"]

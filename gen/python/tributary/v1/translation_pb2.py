@@ -16,7 +16,7 @@ from tributary.v1 import objects_pb2 as tributary_dot_v1_dot_objects__pb2
 from tributary.v1 import settings_pb2 as tributary_dot_v1_dot_settings__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x1etributary/v1/translation.proto\x12\x0ctributary.v1\x1a\x19google/protobuf/any.proto\x1a\x1atributary/v1/objects.proto\x1a\x1btributary/v1/settings.proto\"\xa3\x01\n\x10TranslateRequest\x12\x32\n\x08settings\x18\x01 \x01(\x0b\x32\x16.tributary.v1.SettingsR\x08settings\x12\x38\n\x07objects\x18\x02 \x03(\x0b\x32\x1e.tributary.v1.KubernetesObjectR\x07objects\x12!\n\x0cinclude_json\x18\x03 \x01(\x08R\x0bincludeJson\"\xdb\x01\n\x11TranslateResponse\x12\x32\n\x08\x63lusters\x18\x01 \x03(\x0b\x32\x16.tributary.v1.ResourceR\x08\x63lusters\x12P\n\x18\x63luster_load_assignments\x18\x02 \x03(\x0b\x32\x16.tributary.v1.ResourceR\x16\x63lusterLoadAssignments\x12@\n\x08statuses\x18\x03 \x03(\x0b\x32$.tributary.v1.ExtensionServiceStatusR\x08statuses\"~\n\x08Resource\x12\x12\n\x04name\x18\x01 \x01(\tR\x04name\x12\x18\n\x07version\x18\x02 \x01(\tR\x07version\x12\x30\n\x08resource\x18\x03 \x01(\x0b\x32\x14.google.protobuf.AnyR\x08resource\x12\x12\n\x04json\x18\x04 \x01(\tR\x04json\"\xd9\x01\n\x16\x45xtensionServiceStatus\x12\x1c\n\tnamespace\x18\x01 \x01(\tR\tnamespace\x12\x12\n\x04name\x18\x02 \x01(\tR\x04name\x12?\n\nconditions\x18\x03 \x03(\x0b\x32\x1f.tributary.v1.DetailedConditionR\nconditions\x12!\n\x0c\x63luster_name\x18\x04 \x01(\tR\x0b\x63lusterName\x12)\n\x10response_timeout\x18\x05 \x01(\tR\x0fresponseTimeout\"\x8e\x02\n\x11\x44\x65tailedCondition\x12\x12\n\x04type\x18\x01 \x01(\tR\x04type\x12\x16\n\x06status\x18\x02 \x01(\tR\x06status\x12/\n\x13observed_generation\x18\x03 \x01(\x03R\x12observedGeneration\x12\x16\n\x06reason\x18\x04 \x01(\tR\x06reason\x12\x18\n\x07message\x18\x05 \x01(\tR\x07message\x12\x32\n\x06\x65rrors\x18\x06 \x03(\x0b\x32\x1a.tributary.v1.SubConditionR\x06\x65rrors\x12\x36\n\x08warnings\x18\x07 \x03(\x0b\x32\x1a.tributary.v1.SubConditionR\x08warnings\"l\n\x0cSubCondition\x12\x12\n\x04type\x18\x01 \x01(\tR\x04type\x12\x16\n\x06status\x18\x02 \x01(\tR\x06status\x12\x16\n\x06reason\x18\x03 \x01(\tR\x06reason\x12\x18\n\x07message\x18\x04 \x01(\tR\x07message\"z\n\x0bSyncRequest\x12/\n\x05start\x18\x01 \x01(\x0b\x32\x17.tributary.v1.SyncStartH\x00R\x05start\x12/\n\x05\x62\x61tch\x18\x02 \x01(\x0b\x32\x17.tributary.v1.SyncBatchH\x00R\x05\x62\x61tchB\t\n\x07message\"\xb5\x01\n\tSyncStart\x12\x32\n\x08settings\x18\x01 \x01(\x0b\x32\x16.tributary.v1.SettingsR\x08settings\x12!\n\x0cinclude_json\x18\x02 \x01(\x08R\x0bincludeJson\x12$\n\x0exds_node_group\x18\x03 \x01(\tR\x0cxdsNodeGroup\x12+\n\x11publish_listeners\x18\x04 \x01(\x08R\x10publishListeners\"\x8e\x01\n\tSyncBatch\x12\x0e\n\x02id\x18\x01 \x01(\x04R\x02id\x12\x38\n\x07upserts\x18\x02 \x03(\x0b\x32\x1e.tributary.v1.KubernetesObjectR\x07upserts\x12\x37\n\x07\x64\x65letes\x18\x03 \x03(\x0b\x32\x1d.tributary.v1.ObjectReferenceR\x07\x64\x65letes\"q\n\x0fObjectReference\x12,\n\x04kind\x18\x01 \x01(\x0e\x32\x18.tributary.v1.ObjectKindR\x04kind\x12\x1c\n\tnamespace\x18\x02 \x01(\tR\tnamespace\x12\x12\n\x04name\x18\x03 \x01(\tR\x04name\"\xb9\x01\n\x0cSyncResponse\x12/\n\x05\x64\x65lta\x18\x01 \x01(\x0b\x32\x17.tributary.v1.SyncDeltaH\x00R\x05\x64\x65lta\x12\x39\n\x08rejected\x18\x02 \x01(\x0b\x32\x1b.tributary.v1.BatchRejectedH\x00R\x08rejected\x12\x32\n\x08xds_nack\x18\x03 \x01(\x0b\x32\x15.tributary.v1.XdsNackH\x00R\x07xdsNackB\t\n\x07message\"\xfc\x01\n\x07XdsNack\x12\x17\n\x07node_id\x18\x01 \x01(\tR\x06nodeId\x12\x1d\n\nnode_group\x18\x02 \x01(\tR\tnodeGroup\x12\x19\n\x08type_url\x18\x03 \x01(\tR\x07typeUrl\x12%\n\x0eresource_names\x18\x04 \x03(\tR\rresourceNames\x12!\n\x0c\x65rror_detail\x18\x05 \x01(\tR\x0b\x65rrorDetail\x12)\n\x10rejected_version\x18\x06 \x01(\tR\x0frejectedVersion\x12)\n\x10\x61\x63\x63\x65pted_version\x18\x07 \x01(\tR\x0f\x61\x63\x63\x65ptedVersion\"\xe5\x03\n\tSyncDelta\x12\x19\n\x08\x62\x61tch_id\x18\x01 \x01(\x04R\x07\x62\x61tchId\x12\x1d\n\nfull_state\x18\x02 \x01(\x08R\tfullState\x12\x18\n\x07version\x18\x03 \x01(\tR\x07version\x12\x32\n\x08\x63lusters\x18\x04 \x03(\x0b\x32\x16.tributary.v1.ResourceR\x08\x63lusters\x12P\n\x18\x63luster_load_assignments\x18\x05 \x03(\x0b\x32\x16.tributary.v1.ResourceR\x16\x63lusterLoadAssignments\x12)\n\x10removed_clusters\x18\x06 \x03(\tR\x0fremovedClusters\x12G\n removed_cluster_load_assignments\x18\x07 \x03(\tR\x1dremovedClusterLoadAssignments\x12@\n\x08statuses\x18\x08 \x03(\x0b\x32$.tributary.v1.ExtensionServiceStatusR\x08statuses\x12H\n\x10removed_statuses\x18\t \x03(\x0b\x32\x1d.tributary.v1.ObjectReferenceR\x0fremovedStatuses\"\x82\x01\n\rBatchRejected\x12\x19\n\x08\x62\x61tch_id\x18\x01 \x01(\x04R\x07\x62\x61tchId\x12\x18\n\x07message\x18\x02 \x01(\tR\x07message\x12<\n\nviolations\x18\x03 \x03(\x0b\x32\x1c.tributary.v1.FieldViolationR\nviolations\"`\n\x0e\x46ieldViolation\x12\x14\n\x05\x66ield\x18\x01 \x01(\tR\x05\x66ield\x12\x16\n\x06reason\x18\x02 \x01(\tR\x06reason\x12 \n\x0b\x64\x65scription\x18\x03 \x01(\tR\x0b\x64\x65scription*\xc9\x01\n\nObjectKind\x12\x1b\n\x17OBJECT_KIND_UNSPECIFIED\x10\x00\x12!\n\x1dOBJECT_KIND_EXTENSION_SERVICE\x10\x01\x12\x17\n\x13OBJECT_KIND_SERVICE\x10\x02\x12\x1e\n\x1aOBJECT_KIND_ENDPOINT_SLICE\x10\x03\x12\x16\n\x12OBJECT_KIND_SECRET\x10\x04\x12*\n&OBJECT_KIND_TLS_CERTIFICATE_DELEGATION\x10\x05\x32\xa5\x01\n\x12TranslationService\x12L\n\tTranslate\x12\x1e.tributary.v1.TranslateRequest\x1a\x1f.tributary.v1.TranslateResponse\x12\x41\n\x04Sync\x12\x19.tributary.v1.SyncRequest\x1a\x1a.tributary.v1.SyncResponse(\x01\x30\x01\x42\x44ZBgithub.com/tributary-dev/tributary/gen/go/tributary/v1;tributaryv1b\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x1etributary/v1/translation.proto\x12\x0ctributary.v1\x1a\x19google/protobuf/any.proto\x1a\x1atributary/v1/objects.proto\x1a\x1btributary/v1/settings.proto\"\xa3\x01\n\x10TranslateRequest\x12\x32\n\x08settings\x18\x01 \x01(\x0b\x32\x16.tributary.v1.SettingsR\x08settings\x12\x38\n\x07objects\x18\x02 \x03(\x0b\x32\x1e.tributary.v1.KubernetesObjectR\x07objects\x12!\n\x0cinclude_json\x18\x03 \x01(\x08R\x0bincludeJson\"\xdb\x01\n\x11TranslateResponse\x12\x32\n\x08\x63lusters\x18\x01 \x03(\x0b\x32\x16.tributary.v1.ResourceR\x08\x63lusters\x12P\n\x18\x63luster_load_assignments\x18\x02 \x03(\x0b\x32\x16.tributary.v1.ResourceR\x16\x63lusterLoadAssignments\x12@\n\x08statuses\x18\x03 \x03(\x0b\x32$.tributary.v1.ExtensionServiceStatusR\x08statuses\"~\n\x08Resource\x12\x12\n\x04name\x18\x01 \x01(\tR\x04name\x12\x18\n\x07version\x18\x02 \x01(\tR\x07version\x12\x30\n\x08resource\x18\x03 \x01(\x0b\x32\x14.google.protobuf.AnyR\x08resource\x12\x12\n\x04json\x18\x04 \x01(\tR\x04json\"\x9f\x02\n\x16\x45xtensionServiceStatus\x12\x1c\n\tnamespace\x18\x01 \x01(\tR\tnamespace\x12\x12\n\x04name\x18\x02 \x01(\tR\x04name\x12?\n\nconditions\x18\x03 \x03(\x0b\x32\x1f.tributary.v1.DetailedConditionR\nconditions\x12!\n\x0c\x63luster_name\x18\x04 \x01(\tR\x0b\x63lusterName\x12)\n\x10response_timeout\x18\x05 \x01(\tR\x0fresponseTimeout\x12\x44\n\x0c\x61vailability\x18\x06 \x03(\x0b\x32 .tributary.v1.TargetAvailabilityR\x0c\x61vailability\"\x9b\x01\n\x12TargetAvailability\x12\x18\n\x07service\x18\x01 \x01(\tR\x07service\x12\x12\n\x04port\x18\x02 \x01(\x05R\x04port\x12\'\n\x0fready_endpoints\x18\x03 \x01(\rR\x0ereadyEndpoints\x12\x16\n\x06weight\x18\x04 \x01(\rR\x06weight\x12\x16\n\x06reason\x18\x05 \x01(\tR\x06reason\"\x8e\x02\n\x11\x44\x65tailedCondition\x12\x12\n\x04type\x18\x01 \x01(\tR\x04type\x12\x16\n\x06status\x18\x02 \x01(\tR\x06status\x12/\n\x13observed_generation\x18\x03 \x01(\x03R\x12observedGeneration\x12\x16\n\x06reason\x18\x04 \x01(\tR\x06reason\x12\x18\n\x07message\x18\x05 \x01(\tR\x07message\x12\x32\n\x06\x65rrors\x18\x06 \x03(\x0b\x32\x1a.tributary.v1.SubConditionR\x06\x65rrors\x12\x36\n\x08warnings\x18\x07 \x03(\x0b\x32\x1a.tributary.v1.SubConditionR\x08warnings\"l\n\x0cSubCondition\x12\x12\n\x04type\x18\x01 \x01(\tR\x04type\x12\x16\n\x06status\x18\x02 \x01(\tR\x06status\x12\x16\n\x06reason\x18\x03 \x01(\tR\x06reason\x12\x18\n\x07message\x18\x04 \x01(\tR\x07message\"z\n\x0bSyncRequest\x12/\n\x05start\x18\x01 \x01(\x0b\x32\x17.tributary.v1.SyncStartH\x00R\x05start\x12/\n\x05\x62\x61tch\x18\x02 \x01(\x0b\x32\x17.tributary.v1.SyncBatchH\x00R\x05\x62\x61tchB\t\n\x07message\"\xb5\x01\n\tSyncStart\x12\x32\n\x08settings\x18\x01 \x01(\x0b\x32\x16.tributary.v1.SettingsR\x08settings\x12!\n\x0cinclude_json\x18\x02 \x01(\x08R\x0bincludeJson\x12$\n\x0exds_node_group\x18\x03 \x01(\tR\x0cxdsNodeGroup\x12+\n\x11publish_listeners\x18\x04 \x01(\x08R\x10publishListeners\"\x8e\x01\n\tSyncBatch\x12\x0e\n\x02id\x18\x01 \x01(\x04R\x02id\x12\x38\n\x07upserts\x18\x02 \x03(\x0b\x32\x1e.tributary.v1.KubernetesObjectR\x07upserts\x12\x37\n\x07\x64\x65letes\x18\x03 \x03(\x0b\x32\x1d.tributary.v1.ObjectReferenceR\x07\x64\x65letes\"q\n\x0fObjectReference\x12,\n\x04kind\x18\x01 \x01(\x0e\x32\x18.tributary.v1.ObjectKindR\x04kind\x12\x1c\n\tnamespace\x18\x02 \x01(\tR\tnamespace\x12\x12\n\x04name\x18\x03 \x01(\tR\x04name\"\xb9\x01\n\x0cSyncResponse\x12/\n\x05\x64\x65lta\x18\x01 \x01(\x0b\x32\x17.tributary.v1.SyncDeltaH\x00R\x05\x64\x65lta\x12\x39\n\x08rejected\x18\x02 \x01(\x0b\x32\x1b.tributary.v1.BatchRejectedH\x00R\x08rejected\x12\x32\n\x08xds_nack\x18\x03 \x01(\x0b\x32\x15.tributary.v1.XdsNackH\x00R\x07xdsNackB\t\n\x07message\"\xfc\x01\n\x07XdsNack\x12\x17\n\x07node_id\x18\x01 \x01(\tR\x06nodeId\x12\x1d\n\nnode_group\x18\x02 \x01(\tR\tnodeGroup\x12\x19\n\x08type_url\x18\x03 \x01(\tR\x07typeUrl\x12%\n\x0eresource_names\x18\x04 \x03(\tR\rresourceNames\x12!\n\x0c\x65rror_detail\x18\x05 \x01(\tR\x0b\x65rrorDetail\x12)\n\x10rejected_version\x18\x06 \x01(\tR\x0frejectedVersion\x12)\n\x10\x61\x63\x63\x65pted_version\x18\x07 \x01(\tR\x0f\x61\x63\x63\x65ptedVersion\"\xe5\x03\n\tSyncDelta\x12\x19\n\x08\x62\x61tch_id\x18\x01 \x01(\x04R\x07\x62\x61tchId\x12\x1d\n\nfull_state\x18\x02 \x01(\x08R\tfullState\x12\x18\n\x07version\x18\x03 \x01(\tR\x07version\x12\x32\n\x08\x63lusters\x18\x04 \x03(\x0b\x32\x16.tributary.v1.ResourceR\x08\x63lusters\x12P\n\x18\x63luster_load_assignments\x18\x05 \x03(\x0b\x32\x16.tributary.v1.ResourceR\x16\x63lusterLoadAssignments\x12)\n\x10removed_clusters\x18\x06 \x03(\tR\x0fremovedClusters\x12G\n removed_cluster_load_assignments\x18\x07 \x03(\tR\x1dremovedClusterLoadAssignments\x12@\n\x08statuses\x18\x08 \x03(\x0b\x32$.tributary.v1.ExtensionServiceStatusR\x08statuses\x12H\n\x10removed_statuses\x18\t \x03(\x0b\x32\x1d.tributary.v1.ObjectReferenceR\x0fremovedStatuses\"\x82\x01\n\rBatchRejected\x12\x19\n\x08\x62\x61tch_id\x18\x01 \x01(\x04R\x07\x62\x61tchId\x12\x18\n\x07message\x18\x02 \x01(\tR\x07message\x12<\n\nviolations\x18\x03 \x03(\x0b\x32\x1c.tributary.v1.FieldViolationR\nviolations\"`\n\x0e\x46ieldViolation\x12\x14\n\x05\x66ield\x18\x01 \x01(\tR\x05\x66ield\x12\x16\n\x06reason\x18\x02 \x01(\tR\x06reason\x12 \n\x0b\x64\x65scription\x18\x03 \x01(\tR\x0b\x64\x65scription*\xc9\x01\n\nObjectKind\x12\x1b\n\x17OBJECT_KIND_UNSPECIFIED\x10\x00\x12!\n\x1dOBJECT_KIND_EXTENSION_SERVICE\x10\x01\x12\x17\n\x13OBJECT_KIND_SERVICE\x10\x02\x12\x1e\n\x1aOBJECT_KIND_ENDPOINT_SLICE\x10\x03\x12\x16\n\x12OBJECT_KIND_SECRET\x10\x04\x12*\n&OBJECT_KIND_TLS_CERTIFICATE_DELEGATION\x10\x05\x32\xa5\x01\n\x12TranslationService\x12L\n\tTranslate\x12\x1e.tributary.v1.TranslateRequest\x1a\x1f.tributary.v1.TranslateResponse\x12\x41\n\x04Sync\x12\x19.tributary.v1.SyncRequest\x1a\x1a.tributary.v1.SyncResponse(\x01\x30\x01\x42\x44ZBgithub.com/tributary-dev/tributary/gen/go/tributary/v1;tributaryv1b\x06proto3')
 
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, globals())
 _builder.BuildTopDescriptorsAndMessages(DESCRIPTOR, 'tributary.v1.translation_pb2', globals())
@@ -24,8 +24,8 @@ if _descriptor._USE_C_DESCRIPTORS == False:
 
   DESCRIPTOR._options = None
   DESCRIPTOR._serialized_options = b'ZBgithub.com/tributary-dev/tributary/gen/go/tributary/v1;tributaryv1'
-  _OBJECTKIND._serialized_start=2982
-  _OBJECTKIND._serialized_end=3183
+  _OBJECTKIND._serialized_start=3210
+  _OBJECTKIND._serialized_end=3411
   _TRANSLATEREQUEST._serialized_start=133
   _TRANSLATEREQUEST._serialized_end=296
   _TRANSLATERESPONSE._serialized_start=299
@@ -33,29 +33,31 @@ if _descriptor._USE_C_DESCRIPTORS == False:
   _RESOURCE._serialized_start=520
   _RESOURCE._serialized_end=646
   _EXTENSIONSERVICESTATUS._serialized_start=649
-  _EXTENSIONSERVICESTATUS._serialized_end=866
-  _DETAILEDCONDITION._serialized_start=869
-  _DETAILEDCONDITION._serialized_end=1139
-  _SUBCONDITION._serialized_start=1141
-  _SUBCONDITION._serialized_end=1249
-  _SYNCREQUEST._serialized_start=1251
-  _SYNCREQUEST._serialized_end=1373
-  _SYNCSTART._serialized_start=1376
-  _SYNCSTART._serialized_end=1557
-  _SYNCBATCH._serialized_start=1560
-  _SYNCBATCH._serialized_end=1702
-  _OBJECTREFERENCE._serialized_start=1704
-  _OBJECTREFERENCE._serialized_end=1817
-  _SYNCRESPONSE._serialized_start=1820
-  _SYNCRESPONSE._serialized_end=2005
-  _XDSNACK._serialized_start=2008
-  _XDSNACK._serialized_end=2260
-  _SYNCDELTA._serialized_start=2263
-  _SYNCDELTA._serialized_end=2748
-  _BATCHREJECTED._serialized_start=2751
-  _BATCHREJECTED._serialized_end=2881
-  _FIELDVIOLATION._serialized_start=2883
-  _FIELDVIOLATION._serialized_end=2979
-  _TRANSLATIONSERVICE._serialized_start=3186
-  _TRANSLATIONSERVICE._serialized_end=3351
+  _EXTENSIONSERVICESTATUS._serialized_end=936
+  _TARGETAVAILABILITY._serialized_start=939
+  _TARGETAVAILABILITY._serialized_end=1094
+  _DETAILEDCONDITION._serialized_start=1097
+  _DETAILEDCONDITION._serialized_end=1367
+  _SUBCONDITION._serialized_start=1369
+  _SUBCONDITION._serialized_end=1477
+  _SYNCREQUEST._serialized_start=1479
+  _SYNCREQUEST._serialized_end=1601
+  _SYNCSTART._serialized_start=1604
+  _SYNCSTART._serialized_end=1785
+  _SYNCBATCH._serialized_start=1788
+  _SYNCBATCH._serialized_end=1930
+  _OBJECTREFERENCE._serialized_start=1932
+  _OBJECTREFERENCE._serialized_end=2045
+  _SYNCRESPONSE._serialized_start=2048
+  _SYNCRESPONSE._serialized_end=2233
+  _XDSNACK._serialized_start=2236
+  _XDSNACK._serialized_end=2488
+  _SYNCDELTA._serialized_start=2491
+  _SYNCDELTA._serialized_end=2976
+  _BATCHREJECTED._serialized_start=2979
+  _BATCHREJECTED._serialized_end=3109
+  _FIELDVIOLATION._serialized_start=3111
+  _FIELDVIOLATION._serialized_end=3207
+  _TRANSLATIONSERVICE._serialized_start=3414
+  _TRANSLATIONSERVICE._serialized_end=3579
 # @@protoc_insertion_point(module_scope)

@@ -44,18 +44,20 @@ class DetailedCondition(_message.Message):
     def __init__(self, type: _Optional[str] = ..., status: _Optional[str] = ..., observed_generation: _Optional[int] = ..., reason: _Optional[str] = ..., message: _Optional[str] = ..., errors: _Optional[_Iterable[_Union[SubCondition, _Mapping]]] = ..., warnings: _Optional[_Iterable[_Union[SubCondition, _Mapping]]] = ...) -> None: ...
 
 class ExtensionServiceStatus(_message.Message):
-    __slots__ = ["cluster_name", "conditions", "name", "namespace", "response_timeout"]
+    __slots__ = ["availability", "cluster_name", "conditions", "name", "namespace", "response_timeout"]
+    AVAILABILITY_FIELD_NUMBER: _ClassVar[int]
     CLUSTER_NAME_FIELD_NUMBER: _ClassVar[int]
     CONDITIONS_FIELD_NUMBER: _ClassVar[int]
     NAMESPACE_FIELD_NUMBER: _ClassVar[int]
     NAME_FIELD_NUMBER: _ClassVar[int]
     RESPONSE_TIMEOUT_FIELD_NUMBER: _ClassVar[int]
+    availability: _containers.RepeatedCompositeFieldContainer[TargetAvailability]
     cluster_name: str
     conditions: _containers.RepeatedCompositeFieldContainer[DetailedCondition]
     name: str
     namespace: str
     response_timeout: str
-    def __init__(self, namespace: _Optional[str] = ..., name: _Optional[str] = ..., conditions: _Optional[_Iterable[_Union[DetailedCondition, _Mapping]]] = ..., cluster_name: _Optional[str] = ..., response_timeout: _Optional[str] = ...) -> None: ...
+    def __init__(self, namespace: _Optional[str] = ..., name: _Optional[str] = ..., conditions: _Optional[_Iterable[_Union[DetailedCondition, _Mapping]]] = ..., cluster_name: _Optional[str] = ..., response_timeout: _Optional[str] = ..., availability: _Optional[_Iterable[_Union[TargetAvailability, _Mapping]]] = ...) -> None: ...
 
 class FieldViolation(_message.Message):
     __slots__ = ["description", "field", "reason"]
@@ -162,6 +164,20 @@ class SyncStart(_message.Message):
     settings: _settings_pb2.Settings
     xds_node_group: str
     def __init__(self, settings: _Optional[_Union[_settings_pb2.Settings, _Mapping]] = ..., include_json: bool = ..., xds_node_group: _Optional[str] = ..., publish_listeners: bool = ...) -> None: ...
+
+class TargetAvailability(_message.Message):
+    __slots__ = ["port", "ready_endpoints", "reason", "service", "weight"]
+    PORT_FIELD_NUMBER: _ClassVar[int]
+    READY_ENDPOINTS_FIELD_NUMBER: _ClassVar[int]
+    REASON_FIELD_NUMBER: _ClassVar[int]
+    SERVICE_FIELD_NUMBER: _ClassVar[int]
+    WEIGHT_FIELD_NUMBER: _ClassVar[int]
+    port: int
+    ready_endpoints: int
+    reason: str
+    service: str
+    weight: int
+    def __init__(self, service: _Optional[str] = ..., port: _Optional[int] = ..., ready_endpoints: _Optional[int] = ..., weight: _Optional[int] = ..., reason: _Optional[str] = ...) -> None: ...
 
 class TranslateRequest(_message.Message):
     __slots__ = ["include_json", "objects", "settings"]

@@ -45,6 +45,15 @@ export declare type ObjectMeta = Message<"tributary.v1.ObjectMeta"> & {
    * @generated from field: map<string, string> labels = 4;
    */
   labels: { [key: string]: string };
+
+  /**
+   * Annotations of the object. Translation reads only those of an
+   * ExtensionService whose key starts with "tributary.dev/" (see
+   * ExtensionOptions); the others are ignored.
+   *
+   * @generated from field: map<string, string> annotations = 5;
+   */
+  annotations: { [key: string]: string };
 };
 
 /**
@@ -199,6 +208,16 @@ export declare type ExtensionServiceSpec = Message<"tributary.v1.ExtensionServic
    * @generated from field: tributary.v1.CircuitBreakers circuit_breaker_policy = 7;
    */
   circuitBreakerPolicy?: CircuitBreakers | undefined;
+
+  /**
+   * Options Contour's CRD has no field for. Not part of Contour's
+   * ExtensionService: a Kubernetes user sets the same options as
+   * "tributary.dev/" annotations. Each group set here replaces the same
+   * group from annotations and from Settings.extension_defaults as a whole.
+   *
+   * @generated from field: tributary.v1.ExtensionOptions options = 8;
+   */
+  options?: ExtensionOptions | undefined;
 };
 
 /**
@@ -206,6 +225,459 @@ export declare type ExtensionServiceSpec = Message<"tributary.v1.ExtensionServic
  * Use `create(ExtensionServiceSpecSchema)` to create a new message.
  */
 export declare const ExtensionServiceSpecSchema: GenMessage<ExtensionServiceSpec>;
+
+/**
+ * ExtensionOptions are the settings of an extension Cluster beyond Contour's
+ * CRD, in groups. A group that is present replaces the group of lower
+ * precedence whole, never field by field: an ExtensionService's
+ * spec.options, then its "tributary.dev/" annotations, then
+ * Settings.extension_defaults. Durations are Go durations ("5s", "250ms").
+ * docs/translation.md gives each field's annotation, default and Envoy
+ * field.
+ *
+ * @generated from message tributary.v1.ExtensionOptions
+ */
+export declare type ExtensionOptions = Message<"tributary.v1.ExtensionOptions"> & {
+  /**
+   * Active gRPC health checks (grpc.health.v1) from Envoy to each endpoint.
+   *
+   * @generated from field: tributary.v1.HealthCheck health_check = 1;
+   */
+  healthCheck?: HealthCheck | undefined;
+
+  /**
+   * Passive health checking: endpoints that fail are ejected for a while.
+   *
+   * @generated from field: tributary.v1.OutlierDetection outlier_detection = 2;
+   */
+  outlierDetection?: OutlierDetection | undefined;
+
+  /**
+   * TLS towards an h2 extension: SNI, client certificate, versions.
+   *
+   * @generated from field: tributary.v1.ExtensionTLS tls = 3;
+   */
+  tls?: ExtensionTLS | undefined;
+
+  /**
+   * HTTP/2 PING keepalive on connections to the extension.
+   *
+   * @generated from field: tributary.v1.Http2Keepalive http2_keepalive = 4;
+   */
+  http2Keepalive?: Http2Keepalive | undefined;
+
+  /**
+   * TCP keepalive on connections to the extension.
+   *
+   * @generated from field: tributary.v1.TcpKeepalive tcp_keepalive = 5;
+   */
+  tcpKeepalive?: TcpKeepalive | undefined;
+
+  /**
+   * Limits on the life of a connection to the extension.
+   *
+   * @generated from field: tributary.v1.ConnectionLimits connection_limits = 6;
+   */
+  connectionLimits?: ConnectionLimits | undefined;
+
+  /**
+   * Slow start for new endpoints (round robin and least request only).
+   *
+   * @generated from field: tributary.v1.SlowStart slow_start = 7;
+   */
+  slowStart?: SlowStart | undefined;
+
+  /**
+   * Tuning of strategy ClientSideWeightedRoundRobin; ignored otherwise.
+   *
+   * @generated from field: tributary.v1.ClientSideWeightedRoundRobin client_side_weighted_round_robin = 8;
+   */
+  clientSideWeightedRoundRobin?: ClientSideWeightedRoundRobin | undefined;
+};
+
+/**
+ * Describes the message tributary.v1.ExtensionOptions.
+ * Use `create(ExtensionOptionsSchema)` to create a new message.
+ */
+export declare const ExtensionOptionsSchema: GenMessage<ExtensionOptions>;
+
+/**
+ * HealthCheck configures active gRPC health checks.
+ *
+ * @generated from message tributary.v1.HealthCheck
+ */
+export declare type HealthCheck = Message<"tributary.v1.HealthCheck"> & {
+  /**
+   * The service name sent in grpc.health.v1.HealthCheckRequest; empty asks
+   * about the server as a whole.
+   *
+   * @generated from field: optional string service_name = 1;
+   */
+  serviceName?: string | undefined;
+
+  /**
+   * The :authority of health check requests; empty means the Cluster name.
+   *
+   * @generated from field: optional string authority = 2;
+   */
+  authority?: string | undefined;
+
+  /**
+   * Time between checks of one endpoint. Default 5s.
+   *
+   * @generated from field: optional string interval = 3;
+   */
+  interval?: string | undefined;
+
+  /**
+   * Time to wait for an answer. Default 1s.
+   *
+   * @generated from field: optional string timeout = 4;
+   */
+  timeout?: string | undefined;
+
+  /**
+   * Failed checks before an endpoint is unhealthy. Default 3.
+   *
+   * @generated from field: optional uint32 unhealthy_threshold = 5;
+   */
+  unhealthyThreshold?: number | undefined;
+
+  /**
+   * Passed checks before an unhealthy endpoint is healthy again. Default 1.
+   *
+   * @generated from field: optional uint32 healthy_threshold = 6;
+   */
+  healthyThreshold?: number | undefined;
+
+  /**
+   * The port to check, when it is not the endpoint's serving port.
+   *
+   * @generated from field: optional uint32 port = 7;
+   */
+  port?: number | undefined;
+};
+
+/**
+ * Describes the message tributary.v1.HealthCheck.
+ * Use `create(HealthCheckSchema)` to create a new message.
+ */
+export declare const HealthCheckSchema: GenMessage<HealthCheck>;
+
+/**
+ * OutlierDetection configures passive health checking.
+ *
+ * @generated from message tributary.v1.OutlierDetection
+ */
+export declare type OutlierDetection = Message<"tributary.v1.OutlierDetection"> & {
+  /**
+   * Consecutive gateway failures (502, 503, 504, or connection failures
+   * when split_external_local_origin_errors is off) before ejection.
+   *
+   * @generated from field: optional uint32 consecutive_gateway_failure = 1;
+   */
+  consecutiveGatewayFailure?: number | undefined;
+
+  /**
+   * Consecutive locally originated failures (connection errors, resets,
+   * timeouts) before ejection. Setting it splits local from external errors.
+   *
+   * @generated from field: optional uint32 consecutive_local_origin_failure = 2;
+   */
+  consecutiveLocalOriginFailure?: number | undefined;
+
+  /**
+   * Percentage of failed requests above which an endpoint is ejected,
+   * checked every interval (the failure percentage algorithm; gRPC's xDS
+   * client implements this one).
+   *
+   * @generated from field: optional uint32 failure_percentage_threshold = 3;
+   */
+  failurePercentageThreshold?: number | undefined;
+
+  /**
+   * Fewest endpoints with enough requests for failure percentage ejection
+   * to run. Default 5.
+   *
+   * @generated from field: optional uint32 failure_percentage_minimum_hosts = 4;
+   */
+  failurePercentageMinimumHosts?: number | undefined;
+
+  /**
+   * Fewest requests an endpoint must see in an interval to be judged by
+   * failure percentage. Default 50.
+   *
+   * @generated from field: optional uint32 failure_percentage_request_volume = 5;
+   */
+  failurePercentageRequestVolume?: number | undefined;
+
+  /**
+   * Time between ejection sweeps. Default 10s.
+   *
+   * @generated from field: optional string interval = 6;
+   */
+  interval?: string | undefined;
+
+  /**
+   * Base ejection time, multiplied by the times an endpoint was ejected.
+   * Default 30s.
+   *
+   * @generated from field: optional string base_ejection_time = 7;
+   */
+  baseEjectionTime?: string | undefined;
+
+  /**
+   * Most ejection time. Default 300s.
+   *
+   * @generated from field: optional string max_ejection_time = 8;
+   */
+  maxEjectionTime?: string | undefined;
+
+  /**
+   * Most endpoints of the whole Cluster (all its Services together)
+   * ejected at once, in percent. Default 10.
+   *
+   * @generated from field: optional uint32 max_ejection_percent = 9;
+   */
+  maxEjectionPercent?: number | undefined;
+};
+
+/**
+ * Describes the message tributary.v1.OutlierDetection.
+ * Use `create(OutlierDetectionSchema)` to create a new message.
+ */
+export declare const OutlierDetectionSchema: GenMessage<OutlierDetection>;
+
+/**
+ * ExtensionTLS configures TLS towards one h2 extension.
+ *
+ * @generated from message tributary.v1.ExtensionTLS
+ */
+export declare type ExtensionTLS = Message<"tributary.v1.ExtensionTLS"> & {
+  /**
+   * The SNI Envoy sends; default the first subject name of spec.validation.
+   *
+   * @generated from field: optional string sni = 1;
+   */
+  sni?: string | undefined;
+
+  /**
+   * "name" (in the ExtensionService's namespace) or "namespace/name" of a
+   * kubernetes.io/tls Secret Envoy presents as its client certificate; a
+   * Secret of another namespace needs a TLSCertificateDelegation. Replaces
+   * Settings.client_certificate.
+   *
+   * @generated from field: optional string client_certificate = 2;
+   */
+  clientCertificate?: string | undefined;
+
+  /**
+   * "1.2" or "1.3".
+   *
+   * @generated from field: optional string minimum_protocol_version = 3;
+   */
+  minimumProtocolVersion?: string | undefined;
+
+  /**
+   * "1.2" or "1.3".
+   *
+   * @generated from field: optional string maximum_protocol_version = 4;
+   */
+  maximumProtocolVersion?: string | undefined;
+
+  /**
+   * Cipher suites, in Envoy's (BoringSSL) names.
+   *
+   * @generated from field: repeated string cipher_suites = 5;
+   */
+  cipherSuites: string[];
+};
+
+/**
+ * Describes the message tributary.v1.ExtensionTLS.
+ * Use `create(ExtensionTLSSchema)` to create a new message.
+ */
+export declare const ExtensionTLSSchema: GenMessage<ExtensionTLS>;
+
+/**
+ * Http2Keepalive configures HTTP/2 PINGs on idle connections.
+ *
+ * @generated from message tributary.v1.Http2Keepalive
+ */
+export declare type Http2Keepalive = Message<"tributary.v1.Http2Keepalive"> & {
+  /**
+   * Time between PINGs. Required when the group is set.
+   *
+   * @generated from field: optional string interval = 1;
+   */
+  interval?: string | undefined;
+
+  /**
+   * Time to wait for a PING's answer before closing. Default 20s.
+   *
+   * @generated from field: optional string timeout = 2;
+   */
+  timeout?: string | undefined;
+};
+
+/**
+ * Describes the message tributary.v1.Http2Keepalive.
+ * Use `create(Http2KeepaliveSchema)` to create a new message.
+ */
+export declare const Http2KeepaliveSchema: GenMessage<Http2Keepalive>;
+
+/**
+ * TcpKeepalive configures the socket's keepalive probes.
+ *
+ * @generated from message tributary.v1.TcpKeepalive
+ */
+export declare type TcpKeepalive = Message<"tributary.v1.TcpKeepalive"> & {
+  /**
+   * Unanswered probes before the connection is dropped.
+   *
+   * @generated from field: optional uint32 probes = 1;
+   */
+  probes?: number | undefined;
+
+  /**
+   * Idle time before the first probe, in whole seconds.
+   *
+   * @generated from field: optional string time = 2;
+   */
+  time?: string | undefined;
+
+  /**
+   * Time between probes, in whole seconds.
+   *
+   * @generated from field: optional string interval = 3;
+   */
+  interval?: string | undefined;
+};
+
+/**
+ * Describes the message tributary.v1.TcpKeepalive.
+ * Use `create(TcpKeepaliveSchema)` to create a new message.
+ */
+export declare const TcpKeepaliveSchema: GenMessage<TcpKeepalive>;
+
+/**
+ * ConnectionLimits bound the life of one connection to the extension.
+ *
+ * @generated from message tributary.v1.ConnectionLimits
+ */
+export declare type ConnectionLimits = Message<"tributary.v1.ConnectionLimits"> & {
+  /**
+   * How long a connection may live, then it is drained and closed.
+   *
+   * @generated from field: optional string max_connection_duration = 1;
+   */
+  maxConnectionDuration?: string | undefined;
+
+  /**
+   * How many requests a connection may carry.
+   *
+   * @generated from field: optional uint32 max_requests_per_connection = 2;
+   */
+  maxRequestsPerConnection?: number | undefined;
+};
+
+/**
+ * Describes the message tributary.v1.ConnectionLimits.
+ * Use `create(ConnectionLimitsSchema)` to create a new message.
+ */
+export declare const ConnectionLimitsSchema: GenMessage<ConnectionLimits>;
+
+/**
+ * SlowStart ramps up the traffic to a new endpoint.
+ *
+ * @generated from message tributary.v1.SlowStart
+ */
+export declare type SlowStart = Message<"tributary.v1.SlowStart"> & {
+  /**
+   * How long the ramp lasts. Required when the group is set.
+   *
+   * @generated from field: optional string window = 1;
+   */
+  window?: string | undefined;
+
+  /**
+   * The ramp's shape: 1 is linear, more is slower at first. Default 1.
+   *
+   * @generated from field: optional double aggression = 2;
+   */
+  aggression?: number | undefined;
+
+  /**
+   * The smallest share of its weight a new endpoint gets, in percent.
+   * Default 10.
+   *
+   * @generated from field: optional double min_weight_percent = 3;
+   */
+  minWeightPercent?: number | undefined;
+};
+
+/**
+ * Describes the message tributary.v1.SlowStart.
+ * Use `create(SlowStartSchema)` to create a new message.
+ */
+export declare const SlowStartSchema: GenMessage<SlowStart>;
+
+/**
+ * ClientSideWeightedRoundRobin tunes the strategy of that name, which
+ * weighs the endpoints of each Service by the load they report (ORCA).
+ *
+ * @generated from message tributary.v1.ClientSideWeightedRoundRobin
+ */
+export declare type ClientSideWeightedRoundRobin = Message<"tributary.v1.ClientSideWeightedRoundRobin"> & {
+  /**
+   * Ask endpoints for out-of-band load reports instead of reading them
+   * from responses.
+   *
+   * @generated from field: optional bool enable_oob_load_report = 1;
+   */
+  enableOobLoadReport?: boolean | undefined;
+
+  /**
+   * Period of out-of-band reports. Default 10s.
+   *
+   * @generated from field: optional string oob_reporting_period = 2;
+   */
+  oobReportingPeriod?: string | undefined;
+
+  /**
+   * Time a new endpoint's weight is ignored. Default 10s.
+   *
+   * @generated from field: optional string blackout_period = 3;
+   */
+  blackoutPeriod?: string | undefined;
+
+  /**
+   * Age after which a weight no longer counts. Default 3m.
+   *
+   * @generated from field: optional string weight_expiration_period = 4;
+   */
+  weightExpirationPeriod?: string | undefined;
+
+  /**
+   * Time between weight recomputations. Default 1s.
+   *
+   * @generated from field: optional string weight_update_period = 5;
+   */
+  weightUpdatePeriod?: string | undefined;
+
+  /**
+   * Penalty for the error rate in the weight. Default 1.
+   *
+   * @generated from field: optional double error_utilization_penalty = 6;
+   */
+  errorUtilizationPenalty?: number | undefined;
+};
+
+/**
+ * Describes the message tributary.v1.ClientSideWeightedRoundRobin.
+ * Use `create(ClientSideWeightedRoundRobinSchema)` to create a new message.
+ */
+export declare const ClientSideWeightedRoundRobinSchema: GenMessage<ClientSideWeightedRoundRobin>;
 
 /**
  * ExtensionServiceTarget mirrors one entry of ExtensionService.spec.services.

@@ -4,7 +4,7 @@
 
 import type { GenFile, GenMessage } from "@bufbuild/protobuf/codegenv2";
 import type { Message } from "@bufbuild/protobuf";
-import type { CircuitBreakers } from "./objects_pb.js";
+import type { CircuitBreakers, ExtensionOptions } from "./objects_pb.js";
 
 /**
  * Describes the file tributary/v1/settings.proto.
@@ -55,6 +55,25 @@ export declare type Settings = Message<"tributary.v1.Settings"> & {
    * @generated from field: tributary.v1.UpstreamTLS upstream_tls = 5;
    */
   upstreamTls?: UpstreamTLS | undefined;
+
+  /**
+   * Options for every ExtensionService, group by group, where the
+   * ExtensionService sets the group neither in spec.options nor in
+   * annotations.
+   *
+   * @generated from field: tributary.v1.ExtensionOptions extension_defaults = 6;
+   */
+  extensionDefaults?: ExtensionOptions | undefined;
+
+  /**
+   * Allow ExternalName Services as targets. Off by default, as in Contour,
+   * since an ExternalName lets a namespace send traffic to any name. When
+   * on, an ExtensionService whose targets are all ExternalName becomes a
+   * STRICT_DNS Cluster; mixing them with other Services is an error.
+   *
+   * @generated from field: bool enable_external_name_targets = 7;
+   */
+  enableExternalNameTargets: boolean;
 };
 
 /**

@@ -171,6 +171,16 @@ export declare type ExtensionServiceStatus = Message<"tributary.v1.ExtensionServ
    * @generated from field: string response_timeout = 5;
    */
   responseTimeout: string;
+
+  /**
+   * Per target Service, how much traffic it can take: its ready endpoints
+   * and the weight its locality carries. Not part of Contour's status;
+   * empty unless the ExtensionService resolved its targets. Changes with
+   * the endpoints, so it is a Sync status change of its own.
+   *
+   * @generated from field: repeated tributary.v1.TargetAvailability availability = 6;
+   */
+  availability: TargetAvailability[];
 };
 
 /**
@@ -178,6 +188,55 @@ export declare type ExtensionServiceStatus = Message<"tributary.v1.ExtensionServ
  * Use `create(ExtensionServiceStatusSchema)` to create a new message.
  */
 export declare const ExtensionServiceStatusSchema: GenMessage<ExtensionServiceStatus>;
+
+/**
+ * TargetAvailability says whether one target Service carries traffic.
+ *
+ * @generated from message tributary.v1.TargetAvailability
+ */
+export declare type TargetAvailability = Message<"tributary.v1.TargetAvailability"> & {
+  /**
+   * The Service's name, in the ExtensionService's namespace.
+   *
+   * @generated from field: string service = 1;
+   */
+  service: string;
+
+  /**
+   * The target port (spec.services[].port).
+   *
+   * @generated from field: int32 port = 2;
+   */
+  port: number;
+
+  /**
+   * Endpoints used: ready, and not taken by an earlier target.
+   *
+   * @generated from field: uint32 ready_endpoints = 3;
+   */
+  readyEndpoints: number;
+
+  /**
+   * The load_balancing_weight of its locality; 0 when it carries none.
+   *
+   * @generated from field: uint32 weight = 4;
+   */
+  weight: number;
+
+  /**
+   * Why it carries no traffic, empty when it does: "NoReadyEndpoints" or
+   * "ZeroWeight".
+   *
+   * @generated from field: string reason = 5;
+   */
+  reason: string;
+};
+
+/**
+ * Describes the message tributary.v1.TargetAvailability.
+ * Use `create(TargetAvailabilitySchema)` to create a new message.
+ */
+export declare const TargetAvailabilitySchema: GenMessage<TargetAvailability>;
 
 /**
  * DetailedCondition mirrors Contour's DetailedCondition.
