@@ -27,7 +27,7 @@ const httpProtocolOptionsKey = "envoy.extensions.upstreams.http.v3.HttpProtocolO
 // ec.XDSClusterName. The result passes ValidateAll, as do the messages
 // packed in its Any fields, for every ExtensionCluster model can return.
 func BuildCluster(ec *model.ExtensionCluster) *clusterv3.Cluster {
-	return &clusterv3.Cluster{
+	c := &clusterv3.Cluster{
 		Name: ec.Name,
 		// Stat names use "." as a separator, so "/" would be ambiguous
 		// next to it; the name is unique, so this is too.
@@ -44,6 +44,15 @@ func BuildCluster(ec *model.ExtensionCluster) *clusterv3.Cluster {
 		TransportSocket:               buildUpstreamTLS(ec.TLS, ec.XDSClusterName),
 		CircuitBreakers:               buildCircuitBreakers(ec.CircuitBreakers),
 	}
+	// The options beyond Contour's CRD, each in a file of its own; each
+	// leaves c as it is when its group is nil.
+	applyExternalName(c, ec)
+	applyHealthCheck(c, ec.HealthCheck)
+	applyOutlierDetection(c, ec.OutlierDetection)
+	applyConnectionOptions(c, ec)
+	applySlowStart(c, ec)
+	applyClientSideWeightedRoundRobin(c, ec)
+	return c
 }
 
 // buildConfigSource points Envoy at the management server: the Envoy cluster

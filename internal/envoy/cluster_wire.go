@@ -92,6 +92,9 @@ type clusterPiece struct {
 // shapeOf returns ec's shape, or false when ec's Cluster holds data of its
 // own beyond the name.
 func shapeOf(ec *model.ExtensionCluster) (clusterShape, bool) {
+	if hasOptions(ec) {
+		return clusterShape{}, false
+	}
 	s := clusterShape{
 		xdsClusterName: ec.XDSClusterName,
 		protocol:       ec.Protocol,
@@ -115,6 +118,14 @@ func shapeOf(ec *model.ExtensionCluster) (clusterShape, bool) {
 		}
 	}
 	return s, true
+}
+
+// hasOptions reports whether ec uses anything beyond Contour's CRD: such
+// Clusters are rare, and marshalled as protos rather than given shapes.
+func hasOptions(ec *model.ExtensionCluster) bool {
+	return ec.DNS != nil || ec.HealthCheck != nil || ec.OutlierDetection != nil ||
+		ec.HTTP2Keepalive != nil || ec.TCPKeepalive != nil || ec.ConnectionLimits != nil ||
+		ec.SlowStart != nil || ec.ClientSideWeightedRoundRobin != nil
 }
 
 // Append appends the encoding of BuildCluster(ec) to dst.

@@ -85,8 +85,10 @@ func (b *Builder) SweepEndpointSlices() { b.collector.SweepSlices() }
 // buildLocalities turns resolved targets into Localities, recording weight
 // and endpoint problems on cond: one Locality per distinct Service port that
 // has usable endpoints, in spec order. It returns nil when there is none, or
-// on error (cond then holds it). The result aliases b's memory (see Builder).
-func (b *Builder) buildLocalities(namespace string, targets []resolvedTarget, cond *Condition) []Locality {
+// on error (cond then holds it). The result aliases b's memory (see Builder);
+// the availability it sets on st does not.
+func (b *Builder) buildLocalities(namespace string, targets []resolvedTarget, st *Status) []Locality {
+	cond := &st.Condition
 	s := &b.scratch
 
 	// Envoy adds the locality weights of a priority into a uint32; a larger
@@ -146,15 +148,17 @@ func (b *Builder) buildLocalities(namespace string, targets []resolvedTarget, co
 	// locality that is left unweighted (and so takes no traffic).
 	unweighted := total == 0
 	s.localities = s.localities[:0]
+	st.Availability = make([]TargetAvailability, len(s.targets))
 	weighted := false
 	for i, eps := range runs {
-		if len(eps) == 0 {
-			continue
-		}
 		u := &s.targets[i]
 		weight := u.weight
 		if unweighted {
 			weight = 1
+		}
+		st.Availability[i] = TargetAvailability{Service: u.service.Name, Port: u.port.Port, ReadyEndpoints: uint32(len(eps)), Weight: weight}
+		if len(eps) == 0 {
+			continue
 		}
 		weighted = weighted || weight > 0
 		s.localities = append(s.localities, Locality{
@@ -162,6 +166,18 @@ func (b *Builder) buildLocalities(namespace string, targets []resolvedTarget, co
 			Weight:    weight,
 			Endpoints: eps,
 		})
+	}
+	if !weighted {
+		clearWeights(st.Availability)
+	}
+	for i := range st.Availability {
+		a := &st.Availability[i]
+		switch {
+		case a.ReadyEndpoints == 0:
+			a.Weight, a.Reason = 0, AvailabilityNoReadyEndpoints
+		case a.Weight == 0:
+			a.Reason = AvailabilityZeroWeight
+		}
 	}
 	if len(s.localities) == 0 {
 		return nil
@@ -174,4 +190,12 @@ func (b *Builder) buildLocalities(namespace string, targets []resolvedTarget, co
 		return nil
 	}
 	return s.localities[:len(s.localities):len(s.localities)]
+}
+
+// clearWeights says that no target carries traffic: with no weighted
+// locality, no locality is emitted at all.
+func clearWeights(availability []TargetAvailability) {
+	for i := range availability {
+		availability[i].Weight = 0
+	}
 }

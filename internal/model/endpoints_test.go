@@ -42,9 +42,9 @@ func buildFor(t *testing.T, b *Builder, targets []target) ([]Locality, Condition
 			t.Fatalf("Service %q has no port %d", tg.service, tg.port)
 		}
 	}
-	var cond Condition
-	locs := b.buildLocalities(testNamespace, resolved, &cond)
-	return locs, cond
+	var st Status
+	locs := b.buildLocalities(testNamespace, resolved, &st)
+	return locs, st.Condition
 }
 
 // builderKinds are the two ways a Builder resolves endpoints, which must

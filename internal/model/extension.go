@@ -35,6 +35,10 @@ const (
 	strategyRandom               = "Random"
 	strategyCookie               = "Cookie"
 	strategyRequestHash          = "RequestHash"
+	// strategyClientSideWeightedRoundRobin is not in Contour's list, but
+	// its CRD's strategy has no enum, so Contour accepts it today (and
+	// balances by round robin); here it means what it says.
+	strategyClientSideWeightedRoundRobin = "ClientSideWeightedRoundRobin"
 )
 
 // The spec.protocol values.
@@ -81,8 +85,14 @@ func (b *Builder) build(es *source.ExtensionService, st *Status) *ExtensionClust
 		ec.IdleConnectionTimeout = &d
 	}
 
-	var clientCertSDSName string
-	if name := b.settings.ClientCertificate; name != nil {
+	// Options come after the timeouts: an ExtensionService that sets none
+	// keeps Contour's order of errors exactly.
+	opts := b.resolveOptions(es, cond)
+
+	// A client certificate of the ExtensionService's own replaces the
+	// setting's, which is then not looked at.
+	clientCertSDSName, ownClientCert := b.extensionClientCertificate(es.Namespace, opts, cond)
+	if name := b.settings.ClientCertificate; name != nil && !ownClientCert {
 		// Contour checks the setting for every ExtensionService, whatever
 		// its protocol; so does this.
 		if clientCertSDSName, err = b.clientCertificateSDSName(*name); err != nil {
@@ -125,17 +135,30 @@ func (b *Builder) build(es *source.ExtensionService, st *Status) *ExtensionClust
 		}
 	}
 
+	sni, ownSNI := extensionSNI(opts, protocol, cond)
+	params := b.extensionTLSParams(opts, protocol, cond)
 	if protocol == ProtocolH2 {
 		ec.TLS = &UpstreamTLS{
 			CACertificate:            validation.caCertificate,
 			SubjectNames:             validation.subjectNames,
 			ClientCertificateSDSName: clientCertSDSName,
-			Params:                   b.tlsParams,
+			Params:                   params,
 		}
 		if len(validation.subjectNames) > 0 {
 			ec.TLS.SNI = validation.subjectNames[0]
 		}
+		if ownSNI {
+			ec.TLS.SNI = sni
+		}
 	}
+
+	ec.HealthCheck = b.healthCheck(opts, cond)
+	ec.OutlierDetection = b.outlierDetection(opts, cond)
+	ec.HTTP2Keepalive = b.http2Keepalive(opts, protocol, cond)
+	ec.TCPKeepalive = b.tcpKeepalive(opts, cond)
+	ec.ConnectionLimits = b.connectionLimits(opts, cond)
+	ec.SlowStart = b.slowStart(opts, ec.LoadBalancer, cond)
+	ec.ClientSideWeightedRoundRobin = b.clientSideWeightedRoundRobin(opts, ec.LoadBalancer, cond)
 
 	if len(es.Spec.Services) == 0 {
 		cond.AddError(SubConditionSpec, ReasonNoTargets,
@@ -151,7 +174,7 @@ func (b *Builder) build(es *source.ExtensionService, st *Status) *ExtensionClust
 	if len(cond.Errors) > 0 {
 		return nil
 	}
-	ec.Localities = b.buildLocalities(es.Namespace, targets, cond)
+	ec.Localities = b.buildLocalities(es.Namespace, targets, st)
 	return ec
 }
 
@@ -191,6 +214,8 @@ func (b *Builder) loadBalancer(p *source.LoadBalancerPolicy, cond *Condition) Lo
 		return LoadBalancerLeastRequest
 	case strategyRandom:
 		return LoadBalancerRandom
+	case strategyClientSideWeightedRoundRobin:
+		return LoadBalancerClientSideWeightedRoundRobin
 	case strategyCookie, strategyRequestHash:
 		cond.AddWarning(SubConditionSpec, ReasonIgnoredField, fmt.Sprintf(
 			"ignoring field %q; %s load balancer policy is not supported for ExtensionClusters",

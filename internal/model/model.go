@@ -34,6 +34,10 @@ const (
 	LoadBalancerRoundRobin   LoadBalancer = iota // RoundRobin and anything unknown.
 	LoadBalancerLeastRequest                     // WeightedLeastRequest.
 	LoadBalancerRandom                           // Random.
+	// LoadBalancerClientSideWeightedRoundRobin weighs each Service's
+	// endpoints by the load they report (ORCA), inside wrr_locality so that
+	// the Services keep their weights.
+	LoadBalancerClientSideWeightedRoundRobin
 )
 
 // TLSVersion is a TLS protocol version bound for upstream connections.
@@ -55,7 +59,19 @@ const (
 //   - CircuitBreakers is nil unless at least one threshold is non-zero;
 //   - Localities satisfy the Locality guarantees, have distinct SubZones, and
 //     no address:port appears in two of them; when any Locality exists, at
-//     least one has a non-zero Weight.
+//     least one has a non-zero Weight;
+//   - DNS is non-empty exactly when every target is an ExternalName Service
+//     (the Cluster is then STRICT_DNS and Localities is empty); its
+//     entries have distinct SubZones and, when any exists, one has a
+//     non-zero Weight;
+//   - SlowStart is nil unless LoadBalancer is round robin or least request;
+//     ClientSideWeightedRoundRobin is non-nil exactly when LoadBalancer is
+//     LoadBalancerClientSideWeightedRoundRobin;
+//   - HTTP2Keepalive is nil unless the Protocol is HTTP/2 (h2 or h2c);
+//   - the option groups (HealthCheck through ClientSideWeightedRoundRobin)
+//     keep the guarantees their types state, and all of them are nil for
+//     an ExtensionService that sets no option, so that its Cluster is
+//     Contour's.
 type ExtensionCluster struct {
 	// Name is "extension/<namespace>/<name>": the Cluster name, its EDS
 	// service_name and the ClusterLoadAssignment's cluster_name.
@@ -70,6 +86,15 @@ type ExtensionCluster struct {
 	CircuitBreakers       *source.CircuitBreakers
 	TLS                   *UpstreamTLS
 	Localities            []Locality
+	DNS                   []DNSLocality
+
+	HealthCheck                  *HealthCheck
+	OutlierDetection             *OutlierDetection
+	HTTP2Keepalive               *HTTP2Keepalive
+	TCPKeepalive                 *TCPKeepalive
+	ConnectionLimits             *ConnectionLimits
+	SlowStart                    *SlowStart
+	ClientSideWeightedRoundRobin *ClientSideWeightedRoundRobin
 }
 
 // UpstreamTLS is the TLS Envoy uses towards an h2 extension.
@@ -135,6 +160,9 @@ type Status struct {
 	// "infinity"), or "" when unset or invalid.
 	ResponseTimeout string
 	Condition       Condition
+	// Availability has one entry per distinct target, in spec order, once
+	// the targets have resolved; nil otherwise.
+	Availability []TargetAvailability
 }
 
 // Condition mirrors Contour's DetailedCondition.

@@ -217,16 +217,16 @@ func TestBuildLocalitiesAllocations(t *testing.T) {
 	b := NewBuilder(NewIndex(objs), source.Settings{})
 	a, bb := b.index.Service(source.NamespacedName{Namespace: testNamespace, Name: "a"}), b.index.Service(source.NamespacedName{Namespace: testNamespace, Name: "b"})
 	targets := []resolvedTarget{{service: a, port: a.Ports[0], weight: 80}, {service: bb, port: bb.Ports[0], weight: 20}}
-	var cond Condition
-	b.buildLocalities(testNamespace, targets, &cond) // warm up
+	var st Status
+	b.buildLocalities(testNamespace, targets, &st) // warm up
 	allocs := testing.AllocsPerRun(20, func() {
-		cond = Condition{}
-		if got := b.buildLocalities(testNamespace, targets, &cond); len(got) != 2 || len(got[1].Endpoints) != 100 {
+		st = Status{}
+		if got := b.buildLocalities(testNamespace, targets, &st); len(got) != 2 || len(got[1].Endpoints) != 100 {
 			t.Fatalf("got %d localities", len(got))
 		}
 	})
-	if allocs > 2 {
-		t.Errorf("buildLocalities allocates %v times per call once warm, want at most 2 (the SubZones)", allocs)
+	if allocs > 3 {
+		t.Errorf("buildLocalities allocates %v times per call once warm, want at most 3 (the SubZones and the status's availability)", allocs)
 	}
 }
 

@@ -23,7 +23,8 @@ func (s *Status) Equal(o *Status) bool {
 		s.Condition.ObservedGeneration == o.Condition.ObservedGeneration &&
 		s.Condition.Reason == o.Condition.Reason && s.Condition.Message == o.Condition.Message &&
 		slices.Equal(s.Condition.Errors, o.Condition.Errors) &&
-		slices.Equal(s.Condition.Warnings, o.Condition.Warnings)
+		slices.Equal(s.Condition.Warnings, o.Condition.Warnings) &&
+		slices.Equal(s.Availability, o.Availability)
 }
 
 // Hash is a 64-bit hash of everything Equal compares, for a holder that
@@ -52,6 +53,15 @@ func (s *Status) Hash() uint64 {
 			h.str(list[i].Reason)
 			h.str(list[i].Message)
 		}
+	}
+	h.uint(uint64(len(s.Availability)))
+	for i := range s.Availability {
+		a := &s.Availability[i]
+		h.str(a.Service)
+		h.uint(uint64(a.Port))
+		h.uint(uint64(a.ReadyEndpoints))
+		h.uint(uint64(a.Weight))
+		h.str(a.Reason)
 	}
 	return h.d.Sum64()
 }

@@ -479,9 +479,9 @@ func update(d *translate.Changes, e *extension, o *translate.Outcome) {
 		d.RemovedClusters = append(d.RemovedClusters, oldCluster)
 	}
 	switch {
-	case o.Valid() && o.ClusterLoadAssignment.Version != e.claVersion:
+	case o.HasClusterLoadAssignment() && o.ClusterLoadAssignment.Version != e.claVersion:
 		d.ClusterLoadAssignments = append(d.ClusterLoadAssignments, o.ClusterLoadAssignment)
-	case !o.Valid() && e.claVersion != "":
+	case !o.HasClusterLoadAssignment() && e.claVersion != "":
 		d.RemovedClusterLoadAssignments = append(d.RemovedClusterLoadAssignments, oldCluster)
 	}
 	if !e.built || !e.status.Equal(&o.Status) {

@@ -18,7 +18,14 @@ type Meta struct {
 	Name       string
 	Generation int64
 	Labels     map[string]string
+	// Annotations holds, for an ExtensionService, the annotations whose key
+	// starts with AnnotationPrefix; the API boundary drops the others, and
+	// every annotation of other kinds.
+	Annotations map[string]string
 }
+
+// AnnotationPrefix starts the key of every annotation translation reads.
+const AnnotationPrefix = "tributary.dev/"
 
 // NamespacedName is the object's namespace/name.
 func (m *Meta) NamespacedName() NamespacedName {
@@ -51,6 +58,9 @@ type ExtensionServiceSpec struct {
 	TimeoutPolicy        *TimeoutPolicy
 	ProtocolVersion      string
 	CircuitBreakerPolicy *CircuitBreakers
+	// Options is tributary.v1.ExtensionServiceSpec.options, which Contour's
+	// CRD does not have; nil when absent.
+	Options *ExtensionOptions
 }
 
 // ExtensionServiceTarget mirrors one entry of spec.services.
@@ -193,6 +203,13 @@ type Settings struct {
 	ClientCertificate *NamespacedName
 	// UpstreamTLS holds TLS parameters for h2 extensions; nil means none.
 	UpstreamTLS *UpstreamTLS
+	// ExtensionDefaults are the option groups of ExtensionServices that set
+	// a group neither in spec.options nor in annotations; nil means none.
+	// The API boundary has validated them.
+	ExtensionDefaults *ExtensionOptions
+	// ExternalNameTargets allows ExternalName Services as targets (off by
+	// default, as in Contour).
+	ExternalNameTargets bool
 }
 
 // UpstreamTLS mirrors the upstreamTLS setting; versions are unparsed ("1.2", "1.3").

@@ -40,11 +40,15 @@ func (b *builder) build(es *source.ExtensionService, keep Resource) Outcome {
 		return Outcome{Status: st}
 	}
 	o := Outcome{Status: st}
-	if keep.Version != "" {
+	// A STRICT_DNS Cluster holds its Services' names, so it is never kept.
+	if keep.Version != "" && ec.DNS == nil {
 		o.Cluster = Resource{Name: keep.Name, Version: keep.Version}
 	} else {
 		cluster := b.encodeCluster(ec)
 		o.Cluster = Resource{Name: ec.Name, Version: version(cluster), Body: cluster}
+	}
+	if ec.DNS != nil {
+		return o // a STRICT_DNS Cluster carries its own endpoints
 	}
 	cla := b.encodeClusterLoadAssignment(ec)
 	o.ClusterLoadAssignment = Resource{Name: ec.Name, Version: version(cla), Body: cla}

@@ -36,9 +36,10 @@ type Rebuild struct {
 	ExtensionService *source.ExtensionService
 	// KeepCluster, when its Version is set, is the Cluster the caller holds
 	// for the ExtensionService, and only Services or EndpointSlices it
-	// targets have changed since. A Cluster depends on nothing those hold,
-	// so a valid ExtensionService's Outcome carries KeepCluster (without a
-	// Body) instead of building and hashing it again.
+	// targets have changed since. An EDS Cluster depends on nothing those
+	// hold, so a valid ExtensionService's Outcome carries KeepCluster
+	// (without a Body) instead of building and hashing it again; a
+	// STRICT_DNS Cluster, which holds its Services' names, is built anew.
 	KeepCluster Resource
 }
 

@@ -195,7 +195,9 @@ const (
 )
 
 // Outcome is what one ExtensionService yields: its status, and its Cluster
-// and ClusterLoadAssignment when it is valid (Body nil otherwise). A
+// and ClusterLoadAssignment when it is valid (Body nil otherwise). A valid
+// ExtensionService whose targets are ExternalName Services has no
+// ClusterLoadAssignment: its STRICT_DNS Cluster holds its endpoints. A
 // Cluster that Incremental kept rather than rebuilt (see Rebuild) carries
 // its name and version and no Body: the caller holds it already.
 type Outcome struct {
@@ -205,7 +207,11 @@ type Outcome struct {
 }
 
 // Valid reports whether the ExtensionService yielded resources.
-func (o *Outcome) Valid() bool { return o.ClusterLoadAssignment.Body != nil }
+func (o *Outcome) Valid() bool { return o.Cluster.Version != "" }
+
+// HasClusterLoadAssignment reports whether the ExtensionService yielded a
+// ClusterLoadAssignment: it is valid, and its Cluster is EDS.
+func (o *Outcome) HasClusterLoadAssignment() bool { return o.ClusterLoadAssignment.Body != nil }
 
 // resultOf gathers outcomes, in their order, into a Result.
 func resultOf(outcomes []Outcome) *Result {
@@ -223,6 +229,8 @@ func resultOf(outcomes []Outcome) *Result {
 		res.Statuses[i] = o.Status
 		if o.Valid() {
 			res.Clusters = append(res.Clusters, o.Cluster)
+		}
+		if o.HasClusterLoadAssignment() {
 			res.ClusterLoadAssignments = append(res.ClusterLoadAssignments, o.ClusterLoadAssignment)
 		}
 	}
