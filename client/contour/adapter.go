@@ -36,6 +36,11 @@ type EndpointSink interface {
 
 // StatusWriter receives ExtensionService statuses: WriteStatus for a status
 // that is new or changed, RemoveStatus when the ExtensionService was deleted.
+// A status also changes when only its availability does (a target's ready
+// endpoints or effective weight), which is not part of Contour's
+// ExtensionService status: a writer of Contour's conditions skips a write
+// whose conditions are those it last wrote, as Contour's status updater
+// does, so endpoint churn costs the API server nothing.
 type StatusWriter interface {
 	WriteStatus(namespace, name string, st *tributaryv1.ExtensionServiceStatus)
 	RemoveStatus(namespace, name string)
