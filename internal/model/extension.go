@@ -152,7 +152,7 @@ func (b *Builder) build(es *source.ExtensionService, st *Status) *ExtensionClust
 		}
 	}
 
-	ec.HealthCheck = b.healthCheck(opts, cond)
+	ec.HealthCheck = b.healthCheck(opts, protocol, cond)
 	ec.OutlierDetection = b.outlierDetection(opts, cond)
 	ec.HTTP2Keepalive = b.http2Keepalive(opts, protocol, cond)
 	ec.TCPKeepalive = b.tcpKeepalive(opts, cond)

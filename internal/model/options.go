@@ -238,7 +238,7 @@ func CheckExtensionDefaults(settings source.Settings) []string {
 	checkClientCertificateName(opts, &cond)
 	extensionSNI(opts, ProtocolH2, &cond)
 	b.extensionTLSParams(opts, ProtocolH2, &cond)
-	b.healthCheck(opts, &cond)
+	b.healthCheck(opts, ProtocolH2, &cond)
 	b.outlierDetection(opts, &cond)
 	b.http2Keepalive(opts, ProtocolH2, &cond)
 	b.tcpKeepalive(opts, &cond)

@@ -19,9 +19,13 @@ type HealthCheck struct {
 	Port               uint32
 }
 
-// OutlierDetection is passive health checking. Zero counts and thresholds
-// are unset (Envoy's defaults, or off where Envoy's default is off); the
-// durations are positive; MaxEjectionPercent is in 0..100.
+// OutlierDetection is passive health checking. It guarantees at least one
+// detector: a non-zero ConsecutiveGatewayFailure,
+// ConsecutiveLocalOriginFailure or FailurePercentageThreshold (in 1..100);
+// a zero one is off. FailurePercentageMinimumHosts and
+// FailurePercentageRequestVolume are meaningful, zero included, only with
+// FailurePercentageThreshold. The durations are positive, MaxEjectionTime
+// at least BaseEjectionTime; MaxEjectionPercent is in 0..100.
 type OutlierDetection struct {
 	ConsecutiveGatewayFailure      uint32
 	ConsecutiveLocalOriginFailure  uint32
