@@ -174,6 +174,18 @@ func (b *Builder) build(es *source.ExtensionService, st *Status) *ExtensionClust
 	if len(cond.Errors) > 0 {
 		return nil
 	}
+	external, ok := targetsAreExternalNames(es.Namespace, targets, cond)
+	switch {
+	case !ok:
+		return nil
+	case external:
+		// Envoy resolves the names itself: a STRICT_DNS Cluster, no
+		// endpoints to collect.
+		if ec.DNS = buildDNSLocalities(es.Namespace, targets, st); ec.DNS == nil {
+			return nil
+		}
+		return ec
+	}
 	ec.Localities = b.buildLocalities(es.Namespace, targets, st)
 	return ec
 }
@@ -300,12 +312,9 @@ func (b *Builder) resolveTarget(namespace string, target source.ExtensionService
 			fmt.Sprintf("unresolved service %s: %v", source.Quote(name.String()), err))
 		return resolvedTarget{}, false
 	}
-	// Contour looks only at spec.externalName; the type is checked as well
-	// so that an ExternalName Service missing its externalName is refused
-	// too. Either way the Service has no endpoints to balance over.
-	if svc.Type == serviceTypeExternalName || svc.ExternalName != "" {
-		cond.AddError(SubConditionService, ReasonUnsupportedServiceType,
-			fmt.Sprintf("Service %s is of unsupported type %q.", source.Quote(name.String()), serviceTypeExternalName))
+	// An ExternalName Service has no endpoints to balance over: it is
+	// Contour's error unless the setting allows it (see externalname.go).
+	if isExternalName(svc) && !b.resolveExternalName(name, svc, cond) {
 		return resolvedTarget{}, false
 	}
 	return resolvedTarget{service: svc, port: port, weight: target.Weight}, true
