@@ -120,9 +120,9 @@ func healthCheckNameProblem(s string, noSpace bool) string {
 
 // outlierDetection validates the outlierDetection group in force, with
 // its defaults applied; nil without one. A group must name at least one
-// detector: without one, Envoy would eject only by its default
-// consecutive_5xx rule, which is not what anyone setting these fields
-// asked for.
+// detector: without one, only the detectors Envoy runs by default
+// (consecutive 5xx and success rate) would eject, and nothing the user
+// wrote would matter but the ejection times.
 func (b *Builder) outlierDetection(opts *optionsInForce, cond *Condition) *OutlierDetection {
 	g := opts.OutlierDetection
 	if g == nil {
@@ -191,7 +191,7 @@ func (b *Builder) outlierDetection(opts *optionsInForce, cond *Condition) *Outli
 		}
 	}
 	if g.ConsecutiveGatewayFailure == nil && g.ConsecutiveLocalOriginFailure == nil && g.FailurePercentageThreshold == nil {
-		cond.AddError(SubConditionSpec, ReasonOptionNotValid, fmt.Sprintf("%s ejects nothing without a detector: set %s, %s or %s",
+		cond.AddError(SubConditionSpec, ReasonOptionNotValid, fmt.Sprintf("%s names no detector: set %s, %s or %s",
 			healthOptionGroup(opts, groupOutlierDetection),
 			field("consecutiveGatewayFailure"), field("consecutiveLocalOriginFailure"), field("failurePercentageThreshold")))
 	}
