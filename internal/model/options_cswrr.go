@@ -1,10 +1,127 @@
 package model
 
+import (
+	"fmt"
+	"math"
+	"strconv"
+	"time"
+
+	"github.com/tributary-dev/tributary/internal/source"
+)
+
+// ReasonOptionIgnored: an option group the ExtensionService sets itself
+// does nothing under the rest of its spec (a warning: the Cluster is what
+// it would be without the group).
+const ReasonOptionIgnored = "OptionIgnored"
+
+// cswrrGroup is the JSON name of the clientSideWeightedRoundRobin group.
+const cswrrGroup = "clientSideWeightedRoundRobin"
+
+// Bounds of the clientSideWeightedRoundRobin durations.
+//
+// minWeightUpdatePeriod is the floor both gRPC and Envoy silently raise a
+// shorter weightUpdatePeriod to; refusing below it keeps the value in the
+// status the value in force. maxCSWRRPeriod bounds every period: a day is
+// far beyond any useful setting (the defaults are seconds to minutes), and
+// a bound keeps a typo such as "10000h" from turning weights off for good.
+const (
+	minWeightUpdatePeriod = 100 * time.Millisecond
+	maxCSWRRPeriod        = 24 * time.Hour
+)
+
 // clientSideWeightedRoundRobin is the tuning of strategy
-// ClientSideWeightedRoundRobin: non-nil exactly when lb is that strategy.
+// ClientSideWeightedRoundRobin: non-nil exactly when lb is that strategy,
+// with every field the group in force leaves unset at the policy's
+// default.
+//
+// The group's values are validated wherever the group comes from. A group
+// the ExtensionService sets itself under another strategy is a warning,
+// not an error: the strategy is what decides, Contour itself accepts any
+// strategy, and the group harms nothing by being ignored. A group from the
+// settings' defaults simply does not apply to such an ExtensionService.
 func (b *Builder) clientSideWeightedRoundRobin(opts *optionsInForce, lb LoadBalancer, cond *Condition) *ClientSideWeightedRoundRobin {
+	tuning := validateCSWRR(opts, cond)
 	if lb != LoadBalancerClientSideWeightedRoundRobin {
+		if opts.ClientSideWeightedRoundRobin != nil && opts.origins[cswrrGroup] != originDefaults {
+			cond.AddWarning(SubConditionSpec, ReasonOptionIgnored, fmt.Sprintf(
+				"ignoring %s: it tunes spec.loadBalancerPolicy.strategy %q, which this ExtensionService does not use",
+				cswrrGroupName(opts), strategyClientSideWeightedRoundRobin))
+		}
 		return nil
 	}
-	return &ClientSideWeightedRoundRobin{}
+	return tuning
+}
+
+// validateCSWRR checks the clientSideWeightedRoundRobin group in force, one
+// error per bad field, and returns the tuning with the valid fields (all
+// unset without a group).
+func validateCSWRR(opts *optionsInForce, cond *Condition) *ClientSideWeightedRoundRobin {
+	tuning := &ClientSideWeightedRoundRobin{}
+	g := opts.ClientSideWeightedRoundRobin
+	if g == nil {
+		return tuning
+	}
+	if g.EnableOOBLoadReport != nil {
+		tuning.EnableOOBLoadReport = *g.EnableOOBLoadReport
+	}
+	tuning.OOBReportingPeriod = cswrrPeriod(opts, "oobReportingPeriod", g.OOBReportingPeriod, time.Nanosecond, cond)
+	// A zero blackout is meaningful: weights count from the first report.
+	tuning.BlackoutPeriod = cswrrPeriod(opts, "blackoutPeriod", g.BlackoutPeriod, 0, cond)
+	tuning.WeightExpirationPeriod = cswrrPeriod(opts, "weightExpirationPeriod", g.WeightExpirationPeriod, time.Nanosecond, cond)
+	tuning.WeightUpdatePeriod = cswrrPeriod(opts, "weightUpdatePeriod", g.WeightUpdatePeriod, minWeightUpdatePeriod, cond)
+	if p := g.ErrorUtilizationPenalty; p != nil {
+		// Envoy carries the penalty as a float (32 bits): a larger value
+		// would become infinity on the wire.
+		if math.IsNaN(*p) || *p < 0 || *p > math.MaxFloat32 {
+			cond.AddError(SubConditionSpec, ReasonOptionNotValid, fmt.Sprintf(
+				"%s %s must be a number from 0 to %g",
+				opts.field(cswrrGroup, "errorUtilizationPenalty"), source.Quote(strconv.FormatFloat(*p, 'g', -1, 64)), float64(math.MaxFloat32)))
+		} else {
+			penalty := *p
+			tuning.ErrorUtilizationPenalty = &penalty
+		}
+	}
+	return tuning
+}
+
+// cswrrPeriod parses one duration of the group: nil when unset or not
+// valid (with an error on cond), else a duration from minimum to
+// maxCSWRRPeriod.
+func cswrrPeriod(opts *optionsInForce, field string, raw *string, minimum time.Duration, cond *Condition) *time.Duration {
+	if raw == nil {
+		return nil
+	}
+	name := opts.field(cswrrGroup, field)
+	d, err := time.ParseDuration(*raw)
+	switch {
+	case err != nil:
+		cond.AddError(SubConditionSpec, ReasonOptionNotValid, fmt.Sprintf(
+			`%s %s is not a duration such as "10s" or "500ms"`, name, source.Quote(*raw)))
+		return nil
+	case minimum == 0 && d < 0:
+		cond.AddError(SubConditionSpec, ReasonOptionNotValid, fmt.Sprintf(
+			"%s %s must not be negative", name, source.Quote(*raw)))
+		return nil
+	case minimum == time.Nanosecond && d <= 0:
+		cond.AddError(SubConditionSpec, ReasonOptionNotValid, fmt.Sprintf(
+			"%s %s must be positive", name, source.Quote(*raw)))
+		return nil
+	case d < minimum:
+		cond.AddError(SubConditionSpec, ReasonOptionNotValid, fmt.Sprintf(
+			"%s %s must be at least %s: clients raise a shorter period to that", name, source.Quote(*raw), minimum))
+		return nil
+	case d > maxCSWRRPeriod:
+		cond.AddError(SubConditionSpec, ReasonOptionNotValid, fmt.Sprintf(
+			"%s %s must be at most %s", name, source.Quote(*raw), maxCSWRRPeriod))
+		return nil
+	}
+	return &d
+}
+
+// cswrrGroupName names the group in force the way its user wrote it.
+func cswrrGroupName(opts *optionsInForce) string {
+	if opts.origins[cswrrGroup] == originAnnotations {
+		return fmt.Sprintf("the %s annotations", source.Quote(annotationKey(cswrrGroup, "")+"*"))
+	}
+	return "spec.options." + cswrrGroup
 }

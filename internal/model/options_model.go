@@ -66,15 +66,18 @@ type SlowStart struct {
 	MinWeightPercent float64
 }
 
-// ClientSideWeightedRoundRobin tunes that policy. Zero durations are unset
-// (the policy's defaults); ErrorUtilizationPenalty is non-negative, and nil
-// when unset.
+// ClientSideWeightedRoundRobin tunes that policy. A nil duration or
+// penalty is unset (the policy's default). OOBReportingPeriod and
+// WeightExpirationPeriod are positive, BlackoutPeriod is non-negative (zero
+// turns the blackout off), WeightUpdatePeriod is at least 100ms (clients
+// raise anything shorter to that); all are at most a day.
+// ErrorUtilizationPenalty is non-negative and fits a 32-bit float.
 type ClientSideWeightedRoundRobin struct {
 	EnableOOBLoadReport     bool
-	OOBReportingPeriod      time.Duration
-	BlackoutPeriod          time.Duration
-	WeightExpirationPeriod  time.Duration
-	WeightUpdatePeriod      time.Duration
+	OOBReportingPeriod      *time.Duration
+	BlackoutPeriod          *time.Duration
+	WeightExpirationPeriod  *time.Duration
+	WeightUpdatePeriod      *time.Duration
 	ErrorUtilizationPenalty *float64
 }
 
