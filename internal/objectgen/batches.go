@@ -36,7 +36,7 @@ func (g *Generator) Batch() Batch {
 		kinds = append(kinds, source.KindTLSCertificateDelegation)
 	}
 	names := map[source.Kind][]string{
-		source.KindExtensionService: u.ExtensionServices, source.KindService: u.Services, source.KindEndpointSlice: u.EndpointSlices,
+		source.KindExtensionService: u.ExtensionServices, source.KindService: g.serviceNames(), source.KindEndpointSlice: u.EndpointSlices,
 		source.KindSecret: u.Secrets, source.KindTLSCertificateDelegation: u.Delegations,
 	}
 	var b Batch

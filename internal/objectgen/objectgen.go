@@ -17,6 +17,8 @@
 package objectgen
 
 import (
+	"strings"
+
 	"github.com/tributary-dev/tributary/internal/source"
 	"github.com/tributary-dev/tributary/internal/tlsfiles/testcerts"
 )
@@ -31,11 +33,15 @@ type Universe struct {
 	EndpointSlices    []string
 	Secrets           []string
 	Delegations       []string
+	// ExternalNames are Services of type ExternalName (with the
+	// ExternalNames knob; see Options).
+	ExternalNames []string
 }
 
 // SmallUniverse is the universe of Defaults: two namespaces, four
 // ExtensionServices, three Services, four EndpointSlices, a CA Secret, a
-// client certificate Secret, one more, and two delegations.
+// client certificate Secret, one more, two delegations, and two
+// ExternalName Services.
 func SmallUniverse() Universe {
 	return Universe{
 		Namespaces:        []string{"auth", "other"},
@@ -44,6 +50,7 @@ func SmallUniverse() Universe {
 		EndpointSlices:    []string{"sl0", "sl1", "sl2", "sl3"},
 		Secrets:           []string{"ca", "client", "empty"},
 		Delegations:       []string{"delegate", "more"},
+		ExternalNames:     []string{"dns0", "dns1"},
 	}
 }
 
@@ -77,6 +84,17 @@ type Options struct {
 	Secrets bool
 	// Delegations: TLSCertificateDelegations.
 	Delegations bool
+	// ExtensionOptions: the option groups beyond Contour's CRD, in
+	// ExtensionServices' spec.options and "tributary.dev/" annotations and
+	// in the settings' extensionDefaults, and the strategy
+	// ClientSideWeightedRoundRobin. With InvalidSpecs, values out of range
+	// and (in annotations) values that do not parse and unknown keys.
+	ExtensionOptions bool
+	// ExternalNames: the universe's ExternalNames Services, as targets
+	// (all of an ExtensionService's targets, or now and then mixed with
+	// Services that have endpoints), and the setting that allows them.
+	// With InvalidSpecs, DNS names Kubernetes or DNS refuse.
+	ExternalNames bool
 
 	// MaxEndpoints bounds the endpoints of a generated EndpointSlice.
 	MaxEndpoints int
@@ -89,6 +107,7 @@ func Defaults() Options {
 		Universe: SmallUniverse(),
 		IPv6:     true, InvalidAddresses: true, DuplicateAddresses: true, NonTCPPorts: true,
 		UnnamedPorts: true, MissingConditions: true, InvalidSpecs: true, Secrets: true, Delegations: true,
+		ExtensionOptions: true, ExternalNames: true,
 		MaxEndpoints: 7,
 	}
 }
@@ -113,6 +132,8 @@ type Generator struct {
 	slicePortNames, sliceProtocols                                []*string
 	slicePorts                                                    []*int32
 	servicePortNames, serviceProtocols                            []string
+	hostnames                                                     []string
+	optionVals                                                    *optionValues
 
 	fresh   uint32                                         // addresses handed out when DuplicateAddresses is off
 	emitted map[source.NamespacedName]source.EndpointSlice // the slices Objects and Batch handed out, as last handed out
@@ -156,8 +177,16 @@ func New(c Choices, o Options) *Generator {
 	})
 	g.lbStrategies = allowed(g, []option[string]{
 		{"Random", 0}, {"", 0}, {"WeightedLeastRequest", 0}, {"Cookie", 0}, {"RequestHash", 0}, {"RoundRobin", 0},
-		{"Weird", invalidSpec},
+		{"Weird", invalidSpec}, {"ClientSideWeightedRoundRobin", extOptions},
 	})
+	g.hostnames = allowed(g, []option[string]{
+		{"ext.example.com", 0}, {"example.com", 0}, {"auth.other.svc.cluster.local", 0}, {"x", 0},
+		{"example.com.", 0}, {strings.Repeat("a", 63) + ".example.com", 0}, {"10.0.0.1", 0},
+		{"", invalidSpec}, {"Ext.Example.com", invalidSpec}, {"bad_name.example.com", invalidSpec},
+		{"-x.example.com", invalidSpec}, {strings.Repeat("a", 64) + ".com", invalidSpec},
+		{strings.Repeat("abcdefghi.", 26) + "com", invalidSpec}, {"a..b", invalidSpec},
+	})
+	g.optionVals = newOptionValues(g)
 	return g
 }
 
@@ -183,6 +212,7 @@ const (
 	unnamed
 	missing
 	invalidSpec
+	extOptions
 )
 
 type option[T any] struct {
@@ -198,6 +228,7 @@ func (g *Generator) features() feature {
 	}{
 		{g.o.IPv6, v6}, {g.o.InvalidAddresses, invalidAddr}, {g.o.NonTCPPorts, nonTCP},
 		{g.o.UnnamedPorts, unnamed}, {g.o.MissingConditions, missing}, {g.o.InvalidSpecs, invalidSpec},
+		{g.o.ExtensionOptions, extOptions},
 	} {
 		if k.on {
 			f |= k.f

@@ -3,32 +3,43 @@ package objectgen_test
 import (
 	"math/rand/v2"
 	"net/netip"
+	"slices"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/tributary-dev/tributary/internal/model"
 	"github.com/tributary-dev/tributary/internal/objectgen"
 	"github.com/tributary-dev/tributary/internal/source"
 )
 
-func draw(seed uint64, o objectgen.Options) *source.Objects {
+// drawn is what draw draws: settings, and objects from Objects and five
+// batches.
+type drawn struct {
+	settings source.Settings
+	objs     *source.Objects
+}
+
+func draw(seed uint64, o objectgen.Options) drawn {
 	g := objectgen.New(objectgen.FromRand(rand.New(rand.NewPCG(seed, 1))), o)
+	settings := g.Settings()
 	objs := g.Objects()
 	for range 5 {
 		b := g.Batch()
+		objs.ExtensionServices = append(objs.ExtensionServices, b.Upserts.ExtensionServices...)
 		objs.EndpointSlices = append(objs.EndpointSlices, b.Upserts.EndpointSlices...)
 		objs.Services = append(objs.Services, b.Upserts.Services...)
 		objs.Secrets = append(objs.Secrets, b.Upserts.Secrets...)
 		objs.TLSCertificateDelegations = append(objs.TLSCertificateDelegations, b.Upserts.TLSCertificateDelegations...)
 	}
-	return objs
+	return drawn{settings, objs}
 }
 
 // The same choices give the same objects, from random sources and fuzz
 // bytes alike, and fuzz bytes run out.
 func TestDeterministic(t *testing.T) {
 	for seed := range uint64(20) {
-		if diff := cmp.Diff(draw(seed, objectgen.Defaults()), draw(seed, objectgen.Defaults())); diff != "" {
+		if diff := cmp.Diff(draw(seed, objectgen.Defaults()), draw(seed, objectgen.Defaults()), cmp.AllowUnexported(drawn{})); diff != "" {
 			t.Fatalf("seed %d: two draws differ:\n%s", seed, diff)
 		}
 	}
@@ -50,10 +61,45 @@ func TestKnobs(t *testing.T) {
 	off := objectgen.Defaults()
 	off.IPv6, off.InvalidAddresses, off.DuplicateAddresses, off.NonTCPPorts = false, false, false, false
 	off.UnnamedPorts, off.MissingConditions, off.InvalidSpecs, off.Secrets, off.Delegations = false, false, false, false, false
+	off.ExtensionOptions, off.ExternalNames = false, false
 	seen := func(o objectgen.Options) map[string]bool {
 		found := map[string]bool{}
 		for seed := range uint64(200) {
-			objs := draw(seed, o)
+			d := draw(seed, o)
+			objs := d.objs
+			if d.settings.ExtensionDefaults != nil {
+				found["extensionDefaults"] = true
+			}
+			if d.settings.ExternalNameTargets {
+				found["enableExternalNameTargets"] = true
+			}
+			external := map[string]bool{}
+			for _, svc := range objs.Services {
+				if svc.ExternalName != "" {
+					external[svc.Name] = true
+				}
+			}
+			for _, es := range objs.ExtensionServices {
+				if es.Spec.Options != nil {
+					found["spec.options"] = true
+				}
+				for k := range es.Annotations {
+					found["annotation"] = true
+					if !slices.Contains(objectgen.AnnotationKeys(), k) {
+						found["unknown annotation"] = true
+					}
+				}
+				if p := es.Spec.LoadBalancerPolicy; p != nil && p.Strategy == "ClientSideWeightedRoundRobin" {
+					found["ClientSideWeightedRoundRobin"] = true
+				}
+				all := len(es.Spec.Services) > 0
+				for _, t := range es.Spec.Services {
+					all = all && external[t.Name]
+				}
+				if all {
+					found["ExternalName targets only"] = true
+				}
+			}
 			for _, s := range objs.EndpointSlices {
 				found["family "+s.AddressType] = true
 				addresses := map[string]bool{}
@@ -107,6 +153,8 @@ func TestKnobs(t *testing.T) {
 	knobbed := []string{
 		"family IPv6", "family FQDN", "non-TCP port", "unnamed port", "invalid port", "missing condition", "no address",
 		"invalid address", "IPv6 address", "duplicate address", "ExternalName", "Secret", "delegation",
+		"extensionDefaults", "enableExternalNameTargets", "spec.options", "annotation", "unknown annotation",
+		"ClientSideWeightedRoundRobin", "ExternalName targets only",
 	}
 	on, none := seen(objectgen.Defaults()), seen(off)
 	for _, what := range knobbed {
@@ -116,5 +164,13 @@ func TestKnobs(t *testing.T) {
 		if none[what] {
 			t.Errorf("every knob off: %s generated", what)
 		}
+	}
+}
+
+// The generator's annotations are the ones translation reads: derived
+// from the same API field names, the same way.
+func TestAnnotationKeysAreTranslations(t *testing.T) {
+	if diff := cmp.Diff(model.AnnotationKeys(), objectgen.AnnotationKeys()); diff != "" {
+		t.Errorf("annotation keys differ (-model +objectgen):\n%s", diff)
 	}
 }

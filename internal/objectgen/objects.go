@@ -3,6 +3,7 @@ package objectgen
 import (
 	"fmt"
 	"net/netip"
+	"slices"
 	"time"
 
 	"github.com/tributary-dev/tributary/internal/source"
@@ -14,8 +15,10 @@ func (g *Generator) Meta(namespace, name string) source.Meta {
 }
 
 // Settings draws translator settings: an xDS cluster name, a connect
-// timeout, global circuit breakers, upstream TLS versions and ciphers, and
-// (with Secrets) a client certificate.
+// timeout, global circuit breakers, upstream TLS versions and ciphers,
+// (with Secrets) a client certificate, (with ExtensionOptions) one time in
+// four extensionDefaults, which are valid (the API boundary checks them),
+// and (with ExternalNames) one time in two enableExternalNameTargets.
 func (g *Generator) Settings() source.Settings {
 	var s source.Settings
 	if g.Chance(2) {
@@ -43,6 +46,12 @@ func (g *Generator) Settings() source.Settings {
 			CipherSuites:           Pick(g, []string(nil), []string{"ECDHE-ECDSA-AES128-GCM-SHA256"}),
 		}
 	}
+	if g.o.ExtensionOptions && g.Chance(4) {
+		s.ExtensionDefaults = g.ExtensionOptions(false)
+	}
+	if g.o.ExternalNames {
+		s.ExternalNameTargets = g.Chance(2)
+	}
 	return s
 }
 
@@ -56,7 +65,7 @@ func (g *Generator) Objects() *source.Objects {
 	u := &g.o.Universe
 	objs := &source.Objects{}
 	for _, ns := range u.Namespaces {
-		for _, name := range u.Services {
+		for _, name := range g.serviceNames() {
 			if !g.Chance(5) {
 				objs.Services = append(objs.Services, g.Service(g.Meta(ns, name)))
 			}
@@ -93,19 +102,22 @@ func (g *Generator) Objects() *source.Objects {
 
 // ExtensionService draws an ExtensionService: one to three targets among
 // the universe's Services, mostly on port 9000 (with InvalidSpecs, now and
-// then none); a protocol; TLS validation against a Secret of the universe
-// one time in four (with Secrets), with h2 or without a protocol; a load
-// balancer strategy, timeouts and circuit breakers one time in three or
-// four.
+// then none; with ExternalNames, one time in three among its ExternalName
+// Services, now and then mixed with the others); a protocol; TLS
+// validation against a Secret of the universe one time in four (with
+// Secrets), with h2 or without a protocol; a load balancer strategy,
+// timeouts and circuit breakers one time in three or four; with
+// ExtensionOptions, spec.options and annotations one time in five each.
 func (g *Generator) ExtensionService(meta source.Meta) source.ExtensionService {
 	es := source.ExtensionService{Meta: meta}
 	targets := 1 + g.IntN(3)
 	if g.o.InvalidSpecs && g.Chance(6) {
 		targets = 0
 	}
+	external := g.o.ExternalNames && len(g.o.Universe.ExternalNames) > 0 && g.Chance(3)
 	for range targets {
 		es.Spec.Services = append(es.Spec.Services, source.ExtensionServiceTarget{
-			Name:   Pick(g, g.o.Universe.Services...),
+			Name:   g.targetName(external),
 			Port:   Pick[int32](g, 9000, 9000, 9000, 9000, 9000, 9001, 9002),
 			Weight: Pick[uint32](g, 80, 0, 0, 1, 20, 80, 4294967295),
 		})
@@ -137,7 +149,33 @@ func (g *Generator) ExtensionService(meta source.Meta) source.ExtensionService {
 	if g.Chance(4) {
 		es.Spec.CircuitBreakerPolicy = &source.CircuitBreakers{MaxRequests: uint32(g.IntN(3)), MaxRetries: uint32(g.IntN(2))}
 	}
+	if g.o.ExtensionOptions {
+		if g.Chance(5) {
+			es.Spec.Options = g.ExtensionOptions(g.o.InvalidSpecs)
+		}
+		if g.Chance(5) {
+			es.Annotations = g.Annotations()
+		}
+	}
 	return es
+}
+
+// targetName draws a target Service; when external, one of the
+// universe's ExternalName Services but one time in six.
+func (g *Generator) targetName(external bool) string {
+	if external && !g.Chance(6) {
+		return Pick(g, g.o.Universe.ExternalNames...)
+	}
+	return Pick(g, g.o.Universe.Services...)
+}
+
+// serviceNames are the universe's Services, and with ExternalNames its
+// ExternalName ones after them.
+func (g *Generator) serviceNames() []string {
+	if !g.o.ExternalNames {
+		return g.o.Universe.Services
+	}
+	return append(slices.Clip(g.o.Universe.Services), g.o.Universe.ExternalNames...)
 }
 
 // caSecretName names a Secret of the universe, in the ExtensionService's
@@ -158,10 +196,18 @@ func (g *Generator) caSecretName() string {
 }
 
 // Service draws a ClusterIP Service (with InvalidSpecs, one time in eight
-// an ExternalName one) with one or two ports from 9000 up.
+// an ExternalName one) with one or two ports from 9000 up. A Service of
+// the universe's ExternalNames (with ExternalNames) is an ExternalName one
+// with a DNS name, valid unless InvalidSpecs (which also makes it, one
+// time in eight, a ClusterIP one).
 func (g *Generator) Service(meta source.Meta) source.Service {
 	svc := source.Service{Meta: meta, Type: "ClusterIP"}
-	if g.o.InvalidSpecs && g.Chance(8) {
+	switch {
+	case g.o.ExternalNames && slices.Contains(g.o.Universe.ExternalNames, meta.Name):
+		if !g.o.InvalidSpecs || !g.Chance(8) {
+			svc.Type, svc.ExternalName = "ExternalName", Pick(g, g.hostnames...)
+		}
+	case g.o.InvalidSpecs && g.Chance(8):
 		svc.Type, svc.ExternalName = "ExternalName", "example.com"
 	}
 	for p := range 1 + g.IntN(2) {

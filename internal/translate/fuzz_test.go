@@ -3,6 +3,7 @@ package translate_test
 import (
 	"bytes"
 	"math/rand/v2"
+	"slices"
 	"testing"
 
 	clusterv3 "github.com/envoyproxy/go-control-plane/envoy/config/cluster/v3"
@@ -20,11 +21,14 @@ import (
 // FuzzTranslate drives the whole pipeline with settings and object sets
 // generated from the fuzz input (internal/objectgen) over a small universe
 // of names, so that lookups, weights, duplicates and TLS references collide
-// often. Every run must: not panic,
-// give one status per ExtensionService, give resources exactly for the
-// valid ones, encode every Cluster and ClusterLoadAssignment to the same
-// bytes as marshalling the reference protos, and emit only resources that
-// pass ValidateAll and the contract's extra checks.
+// often; with option groups (spec.options, annotations, settings
+// defaults) and ExternalName targets. Every run must: not panic, give one
+// status per ExtensionService, give a Cluster exactly for the valid ones
+// and a ClusterLoadAssignment exactly for those whose Cluster is EDS (a
+// STRICT_DNS one holds its endpoints), encode every Cluster and
+// ClusterLoadAssignment to the same bytes as marshalling the reference
+// protos, and emit only resources that pass ValidateAll and the
+// contract's extra checks.
 func FuzzTranslate(f *testing.F) {
 	for _, seed := range [][]byte{
 		{},
@@ -88,11 +92,11 @@ func checkResult(t *testing.T, objs *source.Objects, res *translate.Result) {
 			t.Errorf("%s/%s: invalid but names cluster %q", st.Namespace, st.Name, st.ClusterName)
 		}
 	}
-	if len(res.Clusters) != len(valid) || len(res.ClusterLoadAssignments) != len(valid) {
-		t.Fatalf("got %d clusters and %d CLAs for %d valid ExtensionServices",
-			len(res.Clusters), len(res.ClusterLoadAssignments), len(valid))
+	if len(res.Clusters) != len(valid) {
+		t.Fatalf("got %d clusters for %d valid ExtensionServices", len(res.Clusters), len(valid))
 	}
-	for i, r := range res.Clusters {
+	var eds []string
+	for _, r := range res.Clusters {
 		c := new(clusterv3.Cluster)
 		if err := proto.Unmarshal(r.Body, c); err != nil {
 			t.Fatalf("cluster %s: %v", r.Name, err)
@@ -103,9 +107,25 @@ func checkResult(t *testing.T, objs *source.Objects, res *translate.Result) {
 		if c.GetName() != r.Name || !valid[r.Name] {
 			t.Errorf("cluster %q listed as %q", c.GetName(), r.Name)
 		}
-		if cla := res.ClusterLoadAssignments[i]; cla.Name != r.Name {
-			t.Errorf("cluster %d is %q but its CLA is %q", i, r.Name, cla.Name)
+		switch c.GetType() {
+		case clusterv3.Cluster_EDS:
+			eds = append(eds, r.Name)
+		case clusterv3.Cluster_STRICT_DNS:
+			// Its endpoints are inline, held to what a
+			// ClusterLoadAssignment is held to.
+			if err := envoy.CheckClusterLoadAssignment(c.GetLoadAssignment()); err != nil || len(c.GetLoadAssignment().GetEndpoints()) == 0 {
+				t.Errorf("cluster %s: its load_assignment fails the extra checks (%v) or is empty", r.Name, err)
+			}
+		default:
+			t.Errorf("cluster %s is of type %v", r.Name, c.GetType())
 		}
+	}
+	var withCLA []string
+	for _, r := range res.ClusterLoadAssignments {
+		withCLA = append(withCLA, r.Name)
+	}
+	if !slices.Equal(eds, withCLA) {
+		t.Fatalf("the EDS clusters are %q, the CLAs %q; want one CLA per EDS cluster, in order", eds, withCLA)
 	}
 	for _, r := range res.ClusterLoadAssignments {
 		cla := new(endpointv3.ClusterLoadAssignment)
