@@ -217,8 +217,8 @@ func TestConnectionOptions(t *testing.T) {
 		},
 	}, {
 		optCase: optCase{
-			name:     "each group from its own place: spec, annotations, defaults",
-			spec:     withOptions(source.ExtensionOptions{HTTP2Keepalive: &source.HTTP2Keepalive{Interval: xtStr("10s")}}),
+			name: "each group from its own place: spec, annotations, defaults",
+			spec: withOptions(source.ExtensionOptions{HTTP2Keepalive: &source.HTTP2Keepalive{Interval: xtStr("10s")}}),
 			annotations: map[string]string{
 				"tributary.dev/http2-keepalive-interval": "20s",
 				"tributary.dev/tcp-keepalive-probes":     "4",

@@ -214,10 +214,10 @@ func TestTLSOptions(t *testing.T) {
 		want: &UpstreamTLS{ClientCertificateSDSName: "certs/client/" + xtClientDigest},
 	}, {
 		optCase: optCase{
-			name: "client certificate of another namespace, not delegated (and the setting is not checked)",
-			objs: certsClient(t, "other"),
+			name:     "client certificate of another namespace, not delegated (and the setting is not checked)",
+			objs:     certsClient(t, "other"),
 			settings: missingClientCert,
-			spec: tlsOptions(nil, nil, source.ExtensionTLS{ClientCertificate: xtStr("certs/client")}),
+			spec:     tlsOptions(nil, nil, source.ExtensionTLS{ClientCertificate: xtStr("certs/client")}),
 			wantErrors: []SubCondition{xtTLSErr(ReasonClientCertificateNotDelegated,
 				`spec.options.tls.clientCertificate Secret "certs/client" is not configured for certificate delegation to namespace "ext"`)},
 		},
