@@ -4,6 +4,7 @@ import (
 	"maps"
 	"math"
 	"slices"
+	"strings"
 
 	contour_v1 "github.com/projectcontour/contour/apis/projectcontour/v1"
 	contour_v1alpha1 "github.com/projectcontour/contour/apis/projectcontour/v1alpha1"
@@ -30,7 +31,7 @@ func ExtensionService(es *contour_v1alpha1.ExtensionService) *tributaryv1.Extens
 	}
 	spec := &es.Spec
 	out := &tributaryv1.ExtensionService{
-		Metadata: objectMeta(&es.ObjectMeta),
+		Metadata: extensionServiceMeta(&es.ObjectMeta),
 		Spec: &tributaryv1.ExtensionServiceSpec{
 			Protocol:        clonePtr(spec.Protocol),
 			ProtocolVersion: string(spec.ProtocolVersion),
@@ -187,6 +188,28 @@ func objectMeta(m *meta_v1.ObjectMeta) *tributaryv1.ObjectMeta {
 	}
 	if len(m.Labels) > 0 {
 		out.Labels = maps.Clone(m.Labels)
+	}
+	return out
+}
+
+// annotationPrefix starts the key of every annotation translation reads:
+// the options of an ExtensionService that Contour's CRD has no field for.
+const annotationPrefix = "tributary.dev/"
+
+// extensionServiceMeta is objectMeta plus the ExtensionService's
+// annotationPrefix annotations. No other annotation is carried, on this
+// kind or any other: translation reads none, and some are large (kubectl's
+// last-applied-configuration repeats the whole object), which would make
+// every message bigger for nothing.
+func extensionServiceMeta(m *meta_v1.ObjectMeta) *tributaryv1.ObjectMeta {
+	out := objectMeta(m)
+	for k, v := range m.Annotations {
+		if strings.HasPrefix(k, annotationPrefix) {
+			if out.Annotations == nil {
+				out.Annotations = map[string]string{}
+			}
+			out.Annotations[k] = v
+		}
 	}
 	return out
 }

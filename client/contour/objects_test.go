@@ -40,8 +40,15 @@ func TestExtensionService(t *testing.T) {
 			in: &contour_v1alpha1.ExtensionService{
 				ObjectMeta: meta_v1.ObjectMeta{
 					Namespace: "auth", Name: "ext", Generation: 7,
-					Labels:      map[string]string{"app": "authz"},
-					Annotations: map[string]string{"ignored": "yes"},
+					Labels: map[string]string{"app": "authz"},
+					Annotations: map[string]string{
+						"ignored": "yes",
+						"kubectl.kubernetes.io/last-applied-configuration": `{"kind":"ExtensionService"}`,
+						"projectcontour.io/ignored":                        "yes",
+						"tributary.dev/health-check-interval":              "5s",
+						"tributary.dev/unknown-key":                        "carried: the service reports it",
+						"tributary.dev":                                    "no slash: not ours",
+					},
 				},
 				Spec: contour_v1alpha1.ExtensionServiceSpec{
 					Services: []contour_v1alpha1.ExtensionServiceTarget{
@@ -65,7 +72,13 @@ func TestExtensionService(t *testing.T) {
 				},
 			},
 			want: &tributaryv1.ExtensionService{
-				Metadata: &tributaryv1.ObjectMeta{Namespace: "auth", Name: "ext", Generation: 7, Labels: map[string]string{"app": "authz"}},
+				Metadata: &tributaryv1.ObjectMeta{
+					Namespace: "auth", Name: "ext", Generation: 7, Labels: map[string]string{"app": "authz"},
+					Annotations: map[string]string{
+						"tributary.dev/health-check-interval": "5s",
+						"tributary.dev/unknown-key":           "carried: the service reports it",
+					},
+				},
 				Spec: &tributaryv1.ExtensionServiceSpec{
 					Services: []*tributaryv1.ExtensionServiceTarget{
 						{Name: "a", Port: 9001, Weight: 80},
@@ -145,7 +158,8 @@ func TestService(t *testing.T) {
 			in: &core_v1.Service{
 				ObjectMeta: meta_v1.ObjectMeta{
 					Namespace: "auth", Name: "svc",
-					Annotations: map[string]string{"projectcontour.io/upstream-protocol.h2c": "9001"},
+					// Only an ExtensionService's annotations are read.
+					Annotations: map[string]string{"projectcontour.io/upstream-protocol.h2c": "9001", "tributary.dev/health-check-interval": "5s"},
 				},
 				Spec: core_v1.ServiceSpec{
 					Type:      core_v1.ServiceTypeClusterIP,
