@@ -3,7 +3,6 @@ package envoy
 import (
 	"fmt"
 	"strings"
-	"time"
 
 	clusterv3 "github.com/envoyproxy/go-control-plane/envoy/config/cluster/v3"
 	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
@@ -40,7 +39,7 @@ func BuildCluster(ec *model.ExtensionCluster) *clusterv3.Cluster {
 		ConnectTimeout:                durationpb.New(ec.ConnectTimeout),
 		LbPolicy:                      buildLbPolicy(ec.LoadBalancer),
 		CommonLbConfig:                buildCommonLbConfig(),
-		TypedExtensionProtocolOptions: buildProtocolOptions(ec.Protocol, ec.IdleConnectionTimeout),
+		TypedExtensionProtocolOptions: buildProtocolOptions(ec),
 		TransportSocket:               buildUpstreamTLS(ec.TLS, ec.XDSClusterName),
 		CircuitBreakers:               buildCircuitBreakers(ec.CircuitBreakers),
 	}
@@ -105,25 +104,38 @@ func buildCommonLbConfig() *clusterv3.Cluster_CommonLbConfig {
 }
 
 // buildProtocolOptions sets the HTTP version explicitly, since Envoy would
-// otherwise speak HTTP/1.1 to a gRPC server, and the idle connection timeout
-// when one is set (zero disables it).
-func buildProtocolOptions(p model.Protocol, idleTimeout *time.Duration) map[string]*anypb.Any {
+// otherwise speak HTTP/1.1 to a gRPC server, with the HTTP/2 keepalive when
+// one is set, and the limits on a connection's life (the idle timeout,
+// zero to disable it, the maximum duration and requests per connection),
+// which Envoy reads from one common_http_protocol_options: each limit set
+// adds its field beside the others.
+func buildProtocolOptions(ec *model.ExtensionCluster) map[string]*anypb.Any {
 	explicit := &httpv3.HttpProtocolOptions_ExplicitHttpConfig{}
-	switch p {
+	switch ec.Protocol {
 	case model.ProtocolHTTP11:
 		explicit.ProtocolConfig = &httpv3.HttpProtocolOptions_ExplicitHttpConfig_HttpProtocolOptions{
 			HttpProtocolOptions: &corev3.Http1ProtocolOptions{},
 		}
 	default:
 		explicit.ProtocolConfig = &httpv3.HttpProtocolOptions_ExplicitHttpConfig_Http2ProtocolOptions{
-			Http2ProtocolOptions: &corev3.Http2ProtocolOptions{},
+			Http2ProtocolOptions: &corev3.Http2ProtocolOptions{ConnectionKeepalive: buildHTTP2Keepalive(ec.HTTP2Keepalive)},
 		}
 	}
 	options := &httpv3.HttpProtocolOptions{
 		UpstreamProtocolOptions: &httpv3.HttpProtocolOptions_ExplicitHttpConfig_{ExplicitHttpConfig: explicit},
 	}
-	if idleTimeout != nil {
-		options.CommonHttpProtocolOptions = &corev3.HttpProtocolOptions{IdleTimeout: durationpb.New(*idleTimeout)}
+	common := &corev3.HttpProtocolOptions{}
+	if t := ec.IdleConnectionTimeout; t != nil {
+		common.IdleTimeout = durationpb.New(*t)
+	}
+	if l := ec.ConnectionLimits; l != nil {
+		if l.MaxConnectionDuration > 0 {
+			common.MaxConnectionDuration = durationpb.New(l.MaxConnectionDuration)
+		}
+		common.MaxRequestsPerConnection = uint32OrNil(l.MaxRequestsPerConnection)
+	}
+	if common.IdleTimeout != nil || common.MaxConnectionDuration != nil || common.MaxRequestsPerConnection != nil {
+		options.CommonHttpProtocolOptions = common
 	}
 	return map[string]*anypb.Any{httpProtocolOptionsKey: MarshalAny(options)}
 }
