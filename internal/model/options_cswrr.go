@@ -9,9 +9,9 @@ import (
 	"github.com/tributary-dev/tributary/internal/source"
 )
 
-// ReasonOptionIgnored: an option group the ExtensionService sets itself
-// does nothing under the rest of its spec (a warning: the Cluster is what
-// it would be without the group).
+// ReasonOptionIgnored is the reason of a warning: an option group the
+// ExtensionService sets itself does nothing under the rest of its spec,
+// and the Cluster is what it would be without the group.
 const ReasonOptionIgnored = "OptionIgnored"
 
 // cswrrGroup is the JSON name of the clientSideWeightedRoundRobin group.
