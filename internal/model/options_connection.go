@@ -74,6 +74,15 @@ func optionRequired(opts *optionsInForce, group, field string, cond *Condition) 
 		"%s is required when %s is set", opts.field(group, field), groupName(opts, group)))
 }
 
+// groupSource names where a group in force came from, for a message about
+// the whole group.
+func groupSource(opts *optionsInForce, group string) string {
+	if opts.origins[group] == originAnnotations {
+		return "the " + source.Quote(annotationKey(group, "")+"*") + " annotations"
+	}
+	return groupName(opts, group)
+}
+
 // groupName names a group in force the way its user wrote it.
 func groupName(opts *optionsInForce, group string) string {
 	switch opts.origins[group] {
@@ -242,8 +251,8 @@ func (b *Builder) slowStart(opts *optionsInForce, lb LoadBalancer, cond *Conditi
 			return nil
 		}
 		cond.AddError(SubConditionSpec, ReasonOptionNotValid, fmt.Sprintf(
-			"%s does not apply to spec.loadBalancerPolicy.strategy %q: slow start needs RoundRobin or %s",
-			groupName(opts, slowStartGroup), strategyName(lb), strategyWeightedLeastRequest))
+			"slow start (%s) does not apply to spec.loadBalancerPolicy.strategy %q: Envoy ramps endpoints up only under RoundRobin and %s",
+			groupSource(opts, slowStartGroup), strategyName(lb), strategyWeightedLeastRequest))
 		return nil
 	}
 	s := &SlowStart{Aggression: defaultSlowStartAggression, MinWeightPercent: defaultSlowStartMinWeight}

@@ -170,15 +170,15 @@ func TestConnectionOptions(t *testing.T) {
 		optCase: optCase{
 			name:       "slowStart under Random, set by the ExtensionService",
 			spec:       withStrategy(withOptions(source.ExtensionOptions{SlowStart: &source.SlowStart{Window: xtStr("1m")}}), "Random"),
-			wantErrors: []SubCondition{optSpecErr(`spec.options.slowStart does not apply to spec.loadBalancerPolicy.strategy "Random": slow start needs RoundRobin or WeightedLeastRequest`)},
+			wantErrors: []SubCondition{optSpecErr(`slow start (spec.options.slowStart) does not apply to spec.loadBalancerPolicy.strategy "Random": Envoy ramps endpoints up only under RoundRobin and WeightedLeastRequest`)},
 		},
 	}, {
 		optCase: optCase{
 			name:        "slowStart under ClientSideWeightedRoundRobin, from annotations",
 			spec:        withStrategy(source.ExtensionServiceSpec{}, "ClientSideWeightedRoundRobin"),
 			annotations: map[string]string{"tributary.dev/slow-start-window": "1m"},
-			wantErrors: []SubCondition{optSpecErr(`any "tributary.dev/slow-start-*" annotation does not apply to spec.loadBalancerPolicy.strategy ` +
-				`"ClientSideWeightedRoundRobin": slow start needs RoundRobin or WeightedLeastRequest`)},
+			wantErrors: []SubCondition{optSpecErr(`slow start (the "tributary.dev/slow-start-*" annotations) does not apply to spec.loadBalancerPolicy.strategy ` +
+				`"ClientSideWeightedRoundRobin": Envoy ramps endpoints up only under RoundRobin and WeightedLeastRequest`)},
 		},
 	}, {
 		optCase: optCase{
