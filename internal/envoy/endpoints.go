@@ -13,7 +13,10 @@ import (
 // that clients keep the localities (and their weights) apart. A Locality
 // without weight leaves load_balancing_weight unset, which is how the
 // xDS API says "no traffic" under locality-weighted balancing. Sockets keep
-// the default TCP protocol, so only address and port_value are set.
+// the default TCP protocol, so only address and port_value are set. A
+// health check on a port of its own (ec.HealthCheck.Port) is written on
+// every endpoint as health_check_config.port_value: Envoy reads the port
+// to check from the endpoint, never from the Cluster's health check.
 //
 // This is the reference encoding: AppendClusterLoadAssignment must produce
 // exactly the bytes proto.Marshal gives for it.
@@ -22,6 +25,7 @@ func BuildClusterLoadAssignment(ec *model.ExtensionCluster) *endpointv3.ClusterL
 	if len(ec.Localities) == 0 {
 		return cla
 	}
+	healthCheck := healthCheckPort(ec)
 	cla.Endpoints = make([]*endpointv3.LocalityLbEndpoints, len(ec.Localities))
 	for i := range ec.Localities {
 		loc := &ec.Localities[i]
@@ -33,16 +37,27 @@ func BuildClusterLoadAssignment(ec *model.ExtensionCluster) *endpointv3.ClusterL
 			lle.LoadBalancingWeight = wrapperspb.UInt32(loc.Weight)
 		}
 		for j, ep := range loc.Endpoints {
-			lle.LbEndpoints[j] = &endpointv3.LbEndpoint{
-				HostIdentifier: &endpointv3.LbEndpoint_Endpoint{Endpoint: &endpointv3.Endpoint{
-					Address: &corev3.Address{Address: &corev3.Address_SocketAddress{SocketAddress: &corev3.SocketAddress{
-						Address:       ep.Address,
-						PortSpecifier: &corev3.SocketAddress_PortValue{PortValue: ep.Port},
-					}}},
-				}},
+			endpoint := &endpointv3.Endpoint{
+				Address: &corev3.Address{Address: &corev3.Address_SocketAddress{SocketAddress: &corev3.SocketAddress{
+					Address:       ep.Address,
+					PortSpecifier: &corev3.SocketAddress_PortValue{PortValue: ep.Port},
+				}}},
 			}
+			if healthCheck != 0 {
+				endpoint.HealthCheckConfig = &endpointv3.Endpoint_HealthCheckConfig{PortValue: healthCheck}
+			}
+			lle.LbEndpoints[j] = &endpointv3.LbEndpoint{HostIdentifier: &endpointv3.LbEndpoint_Endpoint{Endpoint: endpoint}}
 		}
 		cla.Endpoints[i] = lle
 	}
 	return cla
+}
+
+// healthCheckPort is the port Envoy health checks every endpoint of ec on
+// when it is not the endpoint's own, else 0.
+func healthCheckPort(ec *model.ExtensionCluster) uint32 {
+	if ec.HealthCheck == nil {
+		return 0
+	}
+	return ec.HealthCheck.Port
 }

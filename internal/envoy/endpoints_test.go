@@ -2,6 +2,7 @@ package envoy_test
 
 import (
 	"testing"
+	"time"
 
 	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
 	endpointv3 "github.com/envoyproxy/go-control-plane/envoy/config/endpoint/v3"
@@ -25,6 +26,13 @@ func claTestSocket(address string, port uint32) *endpointv3.LbEndpoint {
 			}}},
 		}},
 	}
+}
+
+// claTestHealthChecked is claTestSocket health checked on healthPort.
+func claTestHealthChecked(address string, port, healthPort uint32) *endpointv3.LbEndpoint {
+	lbe := claTestSocket(address, port)
+	lbe.GetEndpoint().HealthCheckConfig = &endpointv3.Endpoint_HealthCheckConfig{PortValue: healthPort}
+	return lbe
 }
 
 func TestBuildClusterLoadAssignment(t *testing.T) {
@@ -63,6 +71,42 @@ func TestBuildClusterLoadAssignment(t *testing.T) {
 			}, {
 				Locality:    &corev3.Locality{SubZone: "ns/dark/80"},
 				LbEndpoints: []*endpointv3.LbEndpoint{claTestSocket("10.2.0.1", 65535)},
+			}},
+		},
+	}, {
+		name: "a health check on a port of its own puts health_check_config on every endpoint of every locality",
+		ec: &model.ExtensionCluster{
+			Name: "extension/ns/auth", XDSClusterName: "contour",
+			HealthCheck: &model.HealthCheck{Interval: 5 * time.Second, Timeout: time.Second, UnhealthyThreshold: 3, HealthyThreshold: 1, Port: 8081},
+			Localities: []model.Locality{
+				{SubZone: "ns/primary/80", Weight: 80, Endpoints: []model.Endpoint{{Address: "10.0.0.1", Port: 8080}, {Address: "2001:db8::1", Port: 8080}}},
+				{SubZone: "ns/dark/80", Endpoints: []model.Endpoint{{Address: "10.2.0.1", Port: 9090}}},
+			},
+		},
+		want: &endpointv3.ClusterLoadAssignment{
+			ClusterName: "extension/ns/auth",
+			Endpoints: []*endpointv3.LocalityLbEndpoints{{
+				Locality:            &corev3.Locality{SubZone: "ns/primary/80"},
+				LoadBalancingWeight: wrapperspb.UInt32(80),
+				LbEndpoints:         []*endpointv3.LbEndpoint{claTestHealthChecked("10.0.0.1", 8080, 8081), claTestHealthChecked("2001:db8::1", 8080, 8081)},
+			}, {
+				Locality:    &corev3.Locality{SubZone: "ns/dark/80"},
+				LbEndpoints: []*endpointv3.LbEndpoint{claTestHealthChecked("10.2.0.1", 9090, 8081)},
+			}},
+		},
+	}, {
+		name: "a health check on the endpoints' own port changes nothing",
+		ec: &model.ExtensionCluster{
+			Name: "extension/ns/auth", XDSClusterName: "contour",
+			HealthCheck: &model.HealthCheck{Interval: 5 * time.Second, Timeout: time.Second, UnhealthyThreshold: 3, HealthyThreshold: 1},
+			Localities:  []model.Locality{{SubZone: "ns/primary/80", Weight: 1, Endpoints: []model.Endpoint{{Address: "10.0.0.1", Port: 8080}}}},
+		},
+		want: &endpointv3.ClusterLoadAssignment{
+			ClusterName: "extension/ns/auth",
+			Endpoints: []*endpointv3.LocalityLbEndpoints{{
+				Locality:            &corev3.Locality{SubZone: "ns/primary/80"},
+				LoadBalancingWeight: wrapperspb.UInt32(1),
+				LbEndpoints:         []*endpointv3.LbEndpoint{claTestSocket("10.0.0.1", 8080)},
 			}},
 		},
 	}}

@@ -24,6 +24,8 @@ const (
 	tagAddressSocket      = 1<<3 | byte(protowire.BytesType)  // core.Address.socket_address (oneof)
 	tagSocketAddress      = 2<<3 | byte(protowire.BytesType)  // core.SocketAddress.address
 	tagSocketPortValue    = 3<<3 | byte(protowire.VarintType) // core.SocketAddress.port_value (oneof)
+	tagEndpointHealth     = 2<<3 | byte(protowire.BytesType)  // Endpoint.health_check_config
+	tagHealthPortValue    = 1<<3 | byte(protowire.VarintType) // Endpoint.HealthCheckConfig.port_value
 )
 
 // AppendClusterLoadAssignment appends to dst the wire encoding of
@@ -37,13 +39,20 @@ const (
 // non-empty (proto3 implicit presence), while oneof members (endpoint,
 // socket_address, port_value) and set message fields are always written,
 // even when empty or zero.
+//
+// A health check port is the same on every endpoint, so its
+// health_check_config is encoded once, into a few bytes on the stack, and
+// copied after each endpoint's address.
 func AppendClusterLoadAssignment(dst []byte, ec *model.ExtensionCluster) []byte {
+	var healthBuf [6]byte
+	health := appendHealthCheckConfig(healthBuf[:0], healthCheckPort(ec))
+
 	// The sizes of the first few localities are kept for the writing pass;
 	// a CLA has one locality per target, so more is rare.
 	var kept [8]int
 	size := sizeString(ec.Name)
 	for i := range ec.Localities {
-		n := sizeLocalityLbEndpoints(&ec.Localities[i])
+		n := sizeLocalityLbEndpoints(&ec.Localities[i], len(health))
 		if i < len(kept) {
 			kept[i] = n
 		}
@@ -62,7 +71,7 @@ func AppendClusterLoadAssignment(dst []byte, ec *model.ExtensionCluster) []byte 
 		if i < len(kept) {
 			n = kept[i]
 		} else {
-			n = sizeLocalityLbEndpoints(loc)
+			n = sizeLocalityLbEndpoints(loc, len(health))
 		}
 		dst = append(dst, tagCLAEndpoints)
 		dst = appendVarint(dst, uint64(n))
@@ -72,7 +81,7 @@ func AppendClusterLoadAssignment(dst []byte, ec *model.ExtensionCluster) []byte 
 		dst = appendString(dst, tagLocalitySubZone, loc.SubZone)
 
 		for _, ep := range loc.Endpoints {
-			dst = appendLbEndpoint(dst, ep)
+			dst = appendLbEndpoint(dst, ep, health)
 		}
 
 		if loc.Weight > 0 {
@@ -85,22 +94,35 @@ func AppendClusterLoadAssignment(dst []byte, ec *model.ExtensionCluster) []byte 
 	return dst
 }
 
+// appendHealthCheckConfig writes Endpoint.health_check_config with
+// port_value port, tag and length included, or nothing for port 0. A port
+// is at most 65535, so it takes at most six bytes.
+func appendHealthCheckConfig(dst []byte, port uint32) []byte {
+	if port == 0 {
+		return dst
+	}
+	dst = append(dst, tagEndpointHealth, byte(1+protowire.SizeVarint(uint64(port))), tagHealthPortValue)
+	return protowire.AppendVarint(dst, uint64(port))
+}
+
 // appendLbEndpoint writes one lb_endpoints entry:
-// LbEndpoint{endpoint: {address: {socket_address: {address, port_value}}}}.
-func appendLbEndpoint(dst []byte, ep model.Endpoint) []byte {
+// LbEndpoint{endpoint: {address: {socket_address: {address, port_value}},
+// health_check_config}}, where health is the encoded health_check_config
+// field, empty without one.
+func appendLbEndpoint(dst []byte, ep model.Endpoint, health []byte) []byte {
 	socket := sizeSocketAddress(ep)
 	// Each enclosing message adds a tag and a length byte while lengths stay
 	// below 128, which they always do for IP literals: then the four headers
 	// are one fixed run of bytes.
-	if socket+6 < 0x80 {
+	if h := len(health); socket+6+h < 0x80 {
 		dst = append(dst,
-			tagLocalityLbEndpoint, byte(socket+6),
-			tagLbEndpointEndpoint, byte(socket+4),
+			tagLocalityLbEndpoint, byte(socket+6+h),
+			tagLbEndpointEndpoint, byte(socket+4+h),
 			tagEndpointAddress, byte(socket+2),
 			tagAddressSocket, byte(socket))
 	} else {
 		address := sizeMessage(socket)
-		endpoint := sizeMessage(address)
+		endpoint := sizeMessage(address) + h
 		dst = append(dst, tagLocalityLbEndpoint)
 		dst = appendVarint(dst, uint64(sizeMessage(endpoint)))
 		dst = append(dst, tagLbEndpointEndpoint)
@@ -115,22 +137,24 @@ func appendLbEndpoint(dst []byte, ep model.Endpoint) []byte {
 	// protowire.AppendVarint is not inlined, and nearly every port needs it.
 	switch p := ep.Port; {
 	case p < 1<<7:
-		return append(dst, tagSocketPortValue, byte(p))
+		dst = append(dst, tagSocketPortValue, byte(p))
 	case p < 1<<14:
-		return append(dst, tagSocketPortValue, byte(p)|0x80, byte(p>>7))
+		dst = append(dst, tagSocketPortValue, byte(p)|0x80, byte(p>>7))
 	case p < 1<<21:
-		return append(dst, tagSocketPortValue, byte(p)|0x80, byte(p>>7)|0x80, byte(p>>14))
+		dst = append(dst, tagSocketPortValue, byte(p)|0x80, byte(p>>7)|0x80, byte(p>>14))
 	default:
-		return protowire.AppendVarint(append(dst, tagSocketPortValue), uint64(p))
+		dst = protowire.AppendVarint(append(dst, tagSocketPortValue), uint64(p))
 	}
+	return append(dst, health...)
 }
 
 // sizeLocalityLbEndpoints is the encoded size of one LocalityLbEndpoints,
-// without its own tag and length.
-func sizeLocalityLbEndpoints(loc *model.Locality) int {
+// without its own tag and length, when each endpoint carries health bytes
+// of health_check_config.
+func sizeLocalityLbEndpoints(loc *model.Locality, health int) int {
 	size := sizeMessage(sizeString(loc.SubZone)) // locality is always set
 	for _, ep := range loc.Endpoints {
-		size += sizeLbEndpoint(ep)
+		size += sizeLbEndpoint(ep, health)
 	}
 	if loc.Weight > 0 {
 		size += sizeMessage(1 + protowire.SizeVarint(uint64(loc.Weight)))
@@ -138,14 +162,14 @@ func sizeLocalityLbEndpoints(loc *model.Locality) int {
 	return size
 }
 
-// sizeLbEndpoint is the encoded size of one lb_endpoints entry holding ep,
-// tag and length included.
-func sizeLbEndpoint(ep model.Endpoint) int {
+// sizeLbEndpoint is the encoded size of one lb_endpoints entry holding ep
+// and health bytes of health_check_config, tag and length included.
+func sizeLbEndpoint(ep model.Endpoint, health int) int {
 	socket := sizeSocketAddress(ep)
-	if socket+6 < 0x80 { // see appendLbEndpoint
-		return socket + 8
+	if socket+6+health < 0x80 { // see appendLbEndpoint
+		return socket + 8 + health
 	}
-	return sizeMessage(sizeMessage(sizeMessage(sizeMessage(socket))))
+	return sizeMessage(sizeMessage(sizeMessage(sizeMessage(socket)) + health))
 }
 
 // sizeSocketAddress is the encoded size of a SocketAddress holding ep.

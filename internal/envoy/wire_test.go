@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	endpointv3 "github.com/envoyproxy/go-control-plane/envoy/config/endpoint/v3"
 	gocmp "github.com/google/go-cmp/cmp"
@@ -108,10 +109,45 @@ func TestAppendClusterLoadAssignment(t *testing.T) {
 			wireTestLocality("ns/a/80", 80, netip.MustParseAddr("10.0.0.1"), 2000, 8080),
 			wireTestLocality("ns/b/80", 20, netip.MustParseAddr("2001:db8::1"), 50, 8080),
 		}}},
+		{"health check port of one byte on every endpoint", &model.ExtensionCluster{
+			Name: "extension/ns/hc", HealthCheck: wireTestHealthCheck(1),
+			Localities: []model.Locality{
+				wireTestLocality("ns/a/80", 80, netip.MustParseAddr("10.0.0.1"), 3, 8080),
+				wireTestLocality("ns/b/80", 0, netip.MustParseAddr("2001:db8::1"), 2, 80),
+			},
+		}},
+		{"health check port of three bytes next to the longest IP literal", &model.ExtensionCluster{
+			Name: "extension/ns/hc", HealthCheck: wireTestHealthCheck(65535),
+			Localities: []model.Locality{{SubZone: "ns/a/80", Weight: 1, Endpoints: []model.Endpoint{
+				{Address: "10.0.0.1", Port: 1}, {Address: "2001:db8:ffff:ffff:ffff:ffff:255.255.255.255", Port: 65535},
+			}}},
+		}},
+		{"health check on the endpoints' own port writes no health_check_config", &model.ExtensionCluster{
+			Name: "extension/ns/hc", HealthCheck: wireTestHealthCheck(0),
+			Localities: []model.Locality{wireTestLocality("ns/a/80", 1, netip.MustParseAddr("10.0.0.1"), 2, 8080)},
+		}},
+		// No IP literal is long enough for this, so the model never holds
+		// one; the encoder's general branch must still be exact.
+		{"health_check_config pushes an endpoint's lengths past one byte", &model.ExtensionCluster{
+			Name: "extension/ns/hc", HealthCheck: wireTestHealthCheck(8081),
+			Localities: []model.Locality{{SubZone: "ns/a/80", Weight: 1, Endpoints: []model.Endpoint{
+				{Address: strings.Repeat("a", 115), Port: 80},
+				{Address: strings.Repeat("b", 112), Port: 80},
+			}}},
+		}},
+		{"a locality over 16 KiB with a health check port", &model.ExtensionCluster{
+			Name: "extension/ns/big", HealthCheck: wireTestHealthCheck(9901),
+			Localities: []model.Locality{wireTestLocality("ns/a/80", 80, netip.MustParseAddr("10.0.0.1"), 1000, 8080)},
+		}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) { checkWireEncoding(t, tc.ec) })
 	}
+}
+
+// wireTestHealthCheck is a valid health check on port (0: the endpoint's own).
+func wireTestHealthCheck(port uint32) *model.HealthCheck {
+	return &model.HealthCheck{Interval: 5 * time.Second, Timeout: time.Second, UnhealthyThreshold: 3, HealthyThreshold: 1, Port: port}
 }
 
 // wireFuzzReader hands out fuzz input, then zeros.
@@ -159,7 +195,8 @@ func wireFuzzName(r *wireFuzzReader, n int) string {
 //	  sub_zone length (mod 150), sub_zone letter,
 //	  weight kind (mod 4: 0 and 3 unset, 1: 1 + next byte, 2: 4 bytes LE >> next byte mod 32, at least 1),
 //	  endpoint count-1 (mod 20), big (if mod 8 == 0: count = 1 + 2 bytes LE mod 3000),
-//	  per endpoint: family (mod 3 == 0: IPv6, 16 bytes; else IPv4, 4 bytes), port-1 (2 bytes LE).
+//	  per endpoint: family (mod 3 == 0: IPv6, 16 bytes; else IPv4, 4 bytes), port-1 (2 bytes LE),
+//	health check port (2 bytes LE; 0: no health check).
 //
 // Endpoints repeating an earlier address:port are dropped, and so are
 // localities left without endpoints.
@@ -211,6 +248,9 @@ func wireFuzzCluster(data []byte) *model.ExtensionCluster {
 	}
 	if len(ec.Localities) > 0 && !slices.ContainsFunc(ec.Localities, func(l model.Locality) bool { return l.Weight > 0 }) {
 		ec.Localities[0].Weight = 1
+	}
+	if port := binary.LittleEndian.Uint16(r.bytes(2)); port != 0 {
+		ec.HealthCheck = wireTestHealthCheck(uint32(port))
 	}
 	return ec
 }
@@ -271,6 +311,8 @@ func wireFuzzSeeds() [][]byte {
 		append([]byte{30, 1, 5, 35}, many...),
 		append([]byte{30, 1, 5, 25}, unset...),
 		append([]byte{40, 2, 1}, big...),
+		append(append([]byte{40, 2, 1}, big...), 0x39, 0x30), // health check port 12345
+		append(append([]byte{12, 3, 1}, wireSeedLocality(7, []byte{1, 79}, v4(1))...), 7, 0),
 		bytes.Repeat([]byte{0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 250, 251}, 60),
 	}
 }
@@ -299,10 +341,17 @@ func TestWireFuzzSeeds(t *testing.T) {
 		if len(ec.Localities) > 0 && !slices.ContainsFunc(ec.Localities, func(l model.Locality) bool { return l.Weight == 0 }) {
 			reached["every locality weighted"] = true
 		}
+		if ec.HealthCheck != nil {
+			reached["health check port"] = true
+			reached["one-byte health check port"] = reached["one-byte health check port"] || ec.HealthCheck.Port < 1<<7
+			reached["health check port over 16 KiB"] = reached["health check port over 16 KiB"] ||
+				len(envoy.AppendClusterLoadAssignment(nil, ec)) > 1<<14+4
+		}
 	}
 	for _, edge := range []string{
 		"no locality", "more than 30 localities", "name over 127 bytes", "unset weight", "largest weight",
 		"sub_zone over 127 bytes", "locality over 16 KiB", "IPv6", "three-byte port", "one-byte port", "every locality weighted",
+		"health check port", "one-byte health check port", "health check port over 16 KiB",
 	} {
 		if !reached[edge] {
 			t.Errorf("no seed reaches %q", edge)
