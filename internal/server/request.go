@@ -18,6 +18,9 @@ const (
 	ReasonInvalidDuration   = "INVALID_DURATION"
 	ReasonInvalidFormat     = "INVALID_FORMAT"
 	ReasonInvalidCharacters = "INVALID_CHARACTERS"
+	// ReasonInvalidOption: a setting's extension default that translation
+	// would refuse in an ExtensionService's status.
+	ReasonInvalidOption = "INVALID_OPTION"
 )
 
 // maxReportedViolations bounds the field violations one error carries: a

@@ -35,7 +35,18 @@ var (
 	secretNameLimit     = lengthLimit{253, "at most 253 bytes: a Secret name is a DNS subdomain"}
 	namespaceLimit      = lengthLimit{63, "at most 63 bytes: a namespace is a DNS label"}
 	xdsClusterNameLimit = lengthLimit{253, "at most 253 bytes: the name is copied into every Cluster (as its EDS cluster and gRPC authority), so its length is multiplied by the ExtensionServices, and 253, the longest DNS name, fits any name a bootstrap gives that cluster"}
-	cipherSuiteLimit    = lengthLimit{128, "at most 128 bytes: the longest BoringSSL cipher suite name is under 40 bytes, and 128 holds an equal-preference group of a few"}
+	sniLimit            = lengthLimit{255, "at most 255 bytes: Envoy caps an SNI at 255"}
+	authorityLimit      = lengthLimit{253 + 1 + 5, `at most 259 bytes: a DNS name (253), ":" and a port`}
+	// A gRPC service name is a fully qualified protobuf name
+	// ("grpc.health.v1.Health"): a few dozen bytes.
+	healthServiceNameLimit = lengthLimit{253, "at most 253 bytes: a gRPC service name is a fully qualified protobuf name, far shorter"}
+	// Kubernetes bounds the annotations of an object only as a whole
+	// (256 KiB), and a key's name part to 63 bytes. Ours are tighter: every
+	// annotation kept is stored with its ExtensionService for as long as a
+	// Sync session lives, and no option needs more.
+	annotationKeyLimit   = lengthLimit{len(source.AnnotationPrefix) + 63, `at most 77 bytes: "tributary.dev/" and a name, which Kubernetes bounds to 63`}
+	annotationValueLimit = lengthLimit{1 << 10, "at most 1024 bytes: the longest value an option takes is a list of cipher suites, and all of BoringSSL's TLS 1.2 suites together take about 600"}
+	cipherSuiteLimit     = lengthLimit{128, "at most 128 bytes: the longest BoringSSL cipher suite name is under 40 bytes, and 128 holds an equal-preference group of a few"}
 )
 
 // Counts Kubernetes or Envoy bound.
@@ -47,6 +58,11 @@ const (
 	// knows fewer than 30 suites, so a longer list can only repeat or
 	// misspell them, and the list is copied into every h2 Cluster.
 	maxCipherSuites = 64
+	// maxOptionAnnotations bounds the "tributary.dev/" annotations of one
+	// ExtensionService: translation reads fewer than 40 keys (see
+	// model.AnnotationKeys), and each unknown one is an error of its own in
+	// the status, so a few dozen mistakes are room enough.
+	maxOptionAnnotations = 64
 	// maxSecretDataBytes is Kubernetes' limit on the data of one Secret.
 	maxSecretDataBytes = 1 << 20
 )

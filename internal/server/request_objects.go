@@ -176,6 +176,9 @@ func checkPort(ref objectRef, p *problems, list string, index int, value int32) 
 func (d *decoder) extensionService(i int, pb *tributaryv1.ExtensionService, p *problems) {
 	ref := d.ref(i, apiKinds[source.KindExtensionService], pb.GetMetadata())
 	es := source.ExtensionService{Meta: d.meta(ref, pb.GetMetadata(), p)}
+	// Only an ExtensionService's annotations are read; other kinds drop
+	// theirs unseen.
+	es.Annotations = decodeAnnotations(ref, p, pb.GetMetadata().GetAnnotations())
 	spec := pb.GetSpec()
 	targets := spec.GetServices()
 	es.Spec.Services = carve(&d.targets, len(targets))
@@ -212,6 +215,7 @@ func (d *decoder) extensionService(i int, pb *tributaryv1.ExtensionService, p *p
 	if cb := spec.GetCircuitBreakerPolicy(); cb != nil {
 		es.Spec.CircuitBreakerPolicy = decodeCircuitBreakers(cb)
 	}
+	es.Spec.Options = decodeOptions(spec.GetOptions(), "spec.options", objectFields{ref, p})
 	d.objs.ExtensionServices = append(d.objs.ExtensionServices, es)
 }
 

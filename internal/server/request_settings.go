@@ -6,6 +6,7 @@ import (
 	"time"
 
 	tributaryv1 "github.com/tributary-dev/tributary/gen/go/tributary/v1"
+	"github.com/tributary-dev/tributary/internal/model"
 	"github.com/tributary-dev/tributary/internal/source"
 )
 
@@ -61,11 +62,26 @@ func decodeSettings(pb *tributaryv1.Settings, at string, p *problems) source.Set
 	if tls := pb.GetUpstreamTls(); tls != nil {
 		keywordLimit.checkSetting(p, at+".upstreamTls.minimumProtocolVersion", tls.GetMinimumProtocolVersion())
 		keywordLimit.checkSetting(p, at+".upstreamTls.maximumProtocolVersion", tls.GetMaximumProtocolVersion())
-		checkCipherSuites(p, at+".upstreamTls.cipherSuites", tls.GetCipherSuites())
+		checkCipherSuites(settingFields{p}, at+".upstreamTls.cipherSuites", tls.GetCipherSuites())
 		s.UpstreamTLS = &source.UpstreamTLS{
 			MinimumProtocolVersion: tls.GetMinimumProtocolVersion(),
 			MaximumProtocolVersion: tls.GetMaximumProtocolVersion(),
 			CipherSuites:           tls.GetCipherSuites(),
+		}
+	}
+	s.ExternalNameTargets = pb.GetEnableExternalNameTargets()
+	if d := pb.GetExtensionDefaults(); d != nil {
+		field := at + ".extensionDefaults"
+		before := p.count
+		s.ExtensionDefaults = decodeOptions(d, field, settingFields{p})
+		// A default must be valid wherever it lands: translation judges it
+		// as it judges an ExtensionService's own options, once, here. A
+		// string over its limit is already reported, and judging it too
+		// would say the same thing twice.
+		if p.count == before {
+			for _, msg := range model.CheckExtensionDefaults(s) {
+				p.add(field, ReasonInvalidOption, msg)
+			}
 		}
 	}
 	return s
@@ -84,13 +100,15 @@ func decodeCircuitBreakers(pb *tributaryv1.CircuitBreakers) *source.CircuitBreak
 // checkCipherSuites bounds the list, which every h2 Cluster repeats: at
 // most maxCipherSuites names, each within cipherSuiteLimit. Whether Envoy
 // knows them is Envoy's to say.
-func checkCipherSuites(p *problems, field string, suites []string) {
+func checkCipherSuites(r fieldReporter, field string, suites []string) {
 	if len(suites) > maxCipherSuites {
-		p.add(field, ReasonOutOfRange, fmt.Sprintf(
-			"%s holds %d names; at most %d: BoringSSL knows fewer than 30 cipher suites, and every h2 Cluster repeats the list", field, len(suites), maxCipherSuites))
+		r.report(field, ReasonOutOfRange, fmt.Sprintf(
+			"holds %d names; at most %d: BoringSSL knows fewer than 30 cipher suites, and every h2 Cluster repeats the list", len(suites), maxCipherSuites))
 		return
 	}
 	for i, suite := range suites {
-		cipherSuiteLimit.checkSetting(p, fmt.Sprintf("%s[%d]", field, i), suite)
+		if cipherSuiteLimit.tooLong(suite) {
+			cipherSuiteLimit.checkIn(r, fmt.Sprintf("%s[%d]", field, i), suite)
+		}
 	}
 }
