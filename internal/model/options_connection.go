@@ -126,10 +126,9 @@ func (b *Builder) http2Keepalive(opts *optionsInForce, protocol Protocol, cond *
 		}
 	}
 	k := &HTTP2Keepalive{Timeout: defaultHTTP2KeepaliveTimeout}
-	valid := true
+	var valid bool
 	if g.Interval == nil {
 		optionRequired(opts, http2KeepaliveGroup, "interval", cond)
-		valid = false
 	} else {
 		k.Interval, valid = connectionOptionDuration(opts, http2KeepaliveGroup, "interval", *g.Interval, cond)
 	}

@@ -8,10 +8,10 @@ import (
 	"github.com/tributary-dev/tributary/internal/source"
 )
 
-// ReasonClientCertificateNotDelegated: the tls group's clientCertificate
-// names a Secret of another namespace that no TLSCertificateDelegation
-// lets the ExtensionService use (the client certificate's counterpart of
-// CACertificateNotDelegated).
+// ReasonClientCertificateNotDelegated is the reason when the tls group's
+// clientCertificate names a Secret of another namespace that no
+// TLSCertificateDelegation lets the ExtensionService use (the client
+// certificate's counterpart of CACertificateNotDelegated).
 const ReasonClientCertificateNotDelegated = "ClientCertificateNotDelegated"
 
 // tlsGroup is the JSON name of the tls group.
