@@ -61,10 +61,13 @@ func (b *Builder) healthCheck(opts *optionsInForce, protocol Protocol, cond *Con
 	if g == nil {
 		return nil
 	}
-	fromDefaults := opts.origins[groupHealthCheck] == originDefaults
-	if protocol == ProtocolHTTP11 && !fromDefaults {
-		cond.AddError(SubConditionSpec, ReasonOptionNotValid, fmt.Sprintf(
-			"%s: gRPC health checks need HTTP/2, and spec.protocol is %q", healthOptionGroup(opts, groupHealthCheck), protocolHTTP11))
+	if protocol == ProtocolHTTP11 {
+		// CheckExtensionDefaults validates a default as if it applied,
+		// so one that does not apply here needs no second look.
+		if opts.origins[groupHealthCheck] != originDefaults {
+			cond.AddError(SubConditionSpec, ReasonOptionNotValid, fmt.Sprintf(
+				"%s: gRPC health checks need HTTP/2, and spec.protocol is %q", healthOptionGroup(opts, groupHealthCheck), protocolHTTP11))
+		}
 		return nil
 	}
 	before := len(cond.Errors)
@@ -96,7 +99,7 @@ func (b *Builder) healthCheck(opts *optionsInForce, protocol Protocol, cond *Con
 			cond.AddError(SubConditionSpec, ReasonOptionNotValid, fmt.Sprintf("%s %s must be from 1 to 65535", field("port"), healthQuoteNumber(hc.Port)))
 		}
 	}
-	if fromDefaults && protocol == ProtocolHTTP11 || len(cond.Errors) > before {
+	if len(cond.Errors) > before {
 		return nil
 	}
 	return hc
@@ -180,8 +183,12 @@ func (b *Builder) outlierDetection(opts *optionsInForce, cond *Condition) *Outli
 		od.MaxEjectionTime = healthOptionDuration(g.MaxEjectionTime, 0, field("maxEjectionTime"), cond)
 		// Envoy refuses a Cluster whose maximum is below its base.
 		if od.MaxEjectionTime > 0 && od.BaseEjectionTime > 0 && od.MaxEjectionTime < od.BaseEjectionTime {
+			base := od.BaseEjectionTime.String() + " (its default)"
+			if g.BaseEjectionTime != nil {
+				base = source.Quote(*g.BaseEjectionTime)
+			}
 			cond.AddError(SubConditionSpec, ReasonOptionNotValid, fmt.Sprintf("%s %s is shorter than %s %s",
-				field("maxEjectionTime"), source.Quote(*g.MaxEjectionTime), field("baseEjectionTime"), source.Quote(od.BaseEjectionTime.String())))
+				field("maxEjectionTime"), source.Quote(*g.MaxEjectionTime), field("baseEjectionTime"), base))
 		}
 	}
 	if p := g.MaxEjectionPercent; p != nil {
@@ -191,7 +198,7 @@ func (b *Builder) outlierDetection(opts *optionsInForce, cond *Condition) *Outli
 		}
 	}
 	if g.ConsecutiveGatewayFailure == nil && g.ConsecutiveLocalOriginFailure == nil && g.FailurePercentageThreshold == nil {
-		cond.AddError(SubConditionSpec, ReasonOptionNotValid, fmt.Sprintf("%s names no detector: set %s, %s or %s",
+		cond.AddError(SubConditionSpec, ReasonOptionNotValid, fmt.Sprintf("%s: outlier detection needs a detector: set %s, %s or %s",
 			healthOptionGroup(opts, groupOutlierDetection),
 			field("consecutiveGatewayFailure"), field("consecutiveLocalOriginFailure"), field("failurePercentageThreshold")))
 	}
