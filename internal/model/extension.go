@@ -91,7 +91,7 @@ func (b *Builder) build(es *source.ExtensionService, st *Status) *ExtensionClust
 
 	// A client certificate of the ExtensionService's own replaces the
 	// setting's, which is then not looked at.
-	clientCertSDSName, ownClientCert := b.extensionClientCertificate(es.Namespace, opts, cond)
+	clientCertSDSName, ownClientCert := b.clientCertificateOption(es.Namespace, es.Spec.Protocol, opts, cond)
 	if name := b.settings.ClientCertificate; name != nil && !ownClientCert {
 		// Contour checks the setting for every ExtensionService, whatever
 		// its protocol; so does this.

@@ -69,13 +69,6 @@ func protocolOfSpec(p *string) Protocol {
 	}
 }
 
-// extensionClientCertificate is clientCertificateOption for an h2
-// extension: build does not yet pass spec.protocol here (see
-// clientCertificateOption).
-func (b *Builder) extensionClientCertificate(namespace string, opts *optionsInForce, cond *Condition) (sdsName string, set bool) {
-	return b.clientCertificateOption(namespace, nil, opts, cond)
-}
-
 // clientCertificateOption resolves the tls group's clientCertificate for an
 // ExtensionService in namespace whose spec.protocol is protocol: set
 // reports whether the ExtensionService has one of its own (which then
