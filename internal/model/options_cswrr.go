@@ -72,11 +72,13 @@ func validateCSWRR(opts *optionsInForce, cond *Condition) *ClientSideWeightedRou
 	if p := g.ErrorUtilizationPenalty; p != nil {
 		// Envoy carries the penalty as a float (32 bits): a larger value
 		// would become infinity on the wire.
-		if math.IsNaN(*p) || *p < 0 || *p > math.MaxFloat32 {
-			cond.AddError(SubConditionSpec, ReasonOptionNotValid, fmt.Sprintf(
-				"%s %s must be a number from 0 to %g",
-				opts.field(cswrrGroup, "errorUtilizationPenalty"), source.Quote(strconv.FormatFloat(*p, 'g', -1, 64)), float64(math.MaxFloat32)))
-		} else {
+		name, value := opts.field(cswrrGroup, "errorUtilizationPenalty"), source.Quote(strconv.FormatFloat(*p, 'g', -1, 64))
+		switch {
+		case math.IsNaN(*p) || *p < 0:
+			cond.AddError(SubConditionSpec, ReasonOptionNotValid, fmt.Sprintf("%s %s must be a number of at least 0", name, value))
+		case *p > math.MaxFloat32:
+			cond.AddError(SubConditionSpec, ReasonOptionNotValid, fmt.Sprintf("%s %s must be at most 3.4e+38, the largest 32-bit float", name, value))
+		default:
 			penalty := *p
 			tuning.ErrorUtilizationPenalty = &penalty
 		}
