@@ -132,7 +132,7 @@ type Generator struct {
 	slicePortNames, sliceProtocols                                []*string
 	slicePorts                                                    []*int32
 	servicePortNames, serviceProtocols                            []string
-	hostnames                                                     []string
+	hostnames                                                     values[string]
 	optionVals                                                    *optionValues
 
 	fresh   uint32                                         // addresses handed out when DuplicateAddresses is off
@@ -179,7 +179,7 @@ func New(c Choices, o Options) *Generator {
 		{"Random", 0}, {"", 0}, {"WeightedLeastRequest", 0}, {"Cookie", 0}, {"RequestHash", 0}, {"RoundRobin", 0},
 		{"Weird", invalidSpec}, {"ClientSideWeightedRoundRobin", extOptions},
 	})
-	g.hostnames = allowed(g, []option[string]{
+	g.hostnames = split(g, []option[string]{
 		{"ext.example.com", 0}, {"example.com", 0}, {"auth.other.svc.cluster.local", 0}, {"x", 0},
 		{"example.com.", 0}, {strings.Repeat("a", 63) + ".example.com", 0}, {"10.0.0.1", 0},
 		{"", invalidSpec}, {"Ext.Example.com", invalidSpec}, {"bad_name.example.com", invalidSpec},

@@ -18,7 +18,7 @@ func (g *Generator) Meta(namespace, name string) source.Meta {
 // timeout, global circuit breakers, upstream TLS versions and ciphers,
 // (with Secrets) a client certificate, (with ExtensionOptions) one time in
 // four extensionDefaults, which are valid (the API boundary checks them),
-// and (with ExternalNames) one time in two enableExternalNameTargets.
+// and (with ExternalNames) three times in four enableExternalNameTargets.
 func (g *Generator) Settings() source.Settings {
 	var s source.Settings
 	if g.Chance(2) {
@@ -50,7 +50,7 @@ func (g *Generator) Settings() source.Settings {
 		s.ExtensionDefaults = g.ExtensionOptions(false)
 	}
 	if g.o.ExternalNames {
-		s.ExternalNameTargets = g.Chance(2)
+		s.ExternalNameTargets = !g.Chance(4)
 	}
 	return s
 }
@@ -151,10 +151,10 @@ func (g *Generator) ExtensionService(meta source.Meta) source.ExtensionService {
 	}
 	if g.o.ExtensionOptions {
 		if g.Chance(5) {
-			es.Spec.Options = g.ExtensionOptions(g.o.InvalidSpecs)
+			es.Spec.Options = g.extensionOptions(&es.Spec)
 		}
 		if g.Chance(5) {
-			es.Annotations = g.Annotations()
+			es.Annotations = g.Annotations(g.extensionOptions(&es.Spec))
 		}
 	}
 	return es
@@ -198,14 +198,14 @@ func (g *Generator) caSecretName() string {
 // Service draws a ClusterIP Service (with InvalidSpecs, one time in eight
 // an ExternalName one) with one or two ports from 9000 up. A Service of
 // the universe's ExternalNames (with ExternalNames) is an ExternalName one
-// with a DNS name, valid unless InvalidSpecs (which also makes it, one
-// time in eight, a ClusterIP one).
+// with a DNS name, valid but (with InvalidSpecs) one time in four; with
+// InvalidSpecs, one time in eight it is a ClusterIP one.
 func (g *Generator) Service(meta source.Meta) source.Service {
 	svc := source.Service{Meta: meta, Type: "ClusterIP"}
 	switch {
 	case g.o.ExternalNames && slices.Contains(g.o.Universe.ExternalNames, meta.Name):
 		if !g.o.InvalidSpecs || !g.Chance(8) {
-			svc.Type, svc.ExternalName = "ExternalName", Pick(g, g.hostnames...)
+			svc.Type, svc.ExternalName = "ExternalName", g.hostnames.pick(g, g.o.InvalidSpecs)
 		}
 	case g.o.InvalidSpecs && g.Chance(8):
 		svc.Type, svc.ExternalName = "ExternalName", "example.com"

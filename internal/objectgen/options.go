@@ -38,9 +38,10 @@ func split[T any](g *Generator, list []option[T]) values[T] {
 	return v
 }
 
-// pick draws one of v's values, only valid ones unless invalid.
+// pick draws one of v's values: a valid one, or when invalid, one time in
+// four any of them.
 func (v values[T]) pick(g *Generator, invalid bool) T {
-	if invalid {
+	if invalid && g.Chance(4) {
 		return Pick(g, v.all...)
 	}
 	return Pick(g, v.valid...)
@@ -50,11 +51,13 @@ func (v values[T]) pick(g *Generator, invalid bool) T {
 // fields.
 type optionValues struct {
 	durations values[string]
-	strings   map[string]values[string] // other strings, per field's json name
-	counts    values[uint32]
-	ports     values[uint32]
-	floats    values[float64]
-	ciphers   values[[]string]
+	// strings are the other strings, per "group.field" or field (json
+	// names), the first found.
+	strings map[string]values[string]
+	counts  values[uint32]
+	ports   values[uint32]
+	floats  values[float64]
+	ciphers values[[]string]
 	// unparsable are annotation values, per field type, that no field of
 	// that type takes.
 	unparsable map[reflect.Kind][]string
@@ -70,6 +73,9 @@ func newOptionValues(g *Generator) *optionValues {
 	certs = append(certs, option[string]{"missing", invalidSpec}, option[string]{"/client", invalidSpec}, option[string]{"", invalidSpec})
 	long := strings.Repeat("n", 300)
 	versions := []option[string]{{"1.2", 0}, {"1.3", 0}, {"1.1", invalidSpec}, {"1.4", invalidSpec}, {"", invalidSpec}}
+	wholeSeconds := split(g, []option[string]{
+		{"1s", 0}, {"10s", 0}, {"60s", 0}, {"2h", 0}, {"1500ms", invalidSpec}, {"0s", invalidSpec}, {"-5s", invalidSpec},
+	})
 	return &optionValues{
 		durations: split(g, []option[string]{
 			{"1s", 0}, {"5s", 0}, {"250ms", 0}, {"10s", 0}, {"30s", 0}, {"3m", 0},
@@ -86,9 +92,11 @@ func newOptionValues(g *Generator) *optionValues {
 				{"has space", invalidSpec}, {long, invalidSpec},
 			}),
 			"sni": split(g, []option[string]{
-				{"ext.example.com", 0}, {"sni.example.org", 0}, {"", 0},
-				{"bad\nname", invalidSpec}, {long, invalidSpec},
+				{"ext.example.com", 0}, {"sni.example.org", 0},
+				{"", invalidSpec}, {"bad\nname", invalidSpec}, {long, invalidSpec}, {"10.0.0.1", invalidSpec},
 			}),
+			"tcpKeepalive.time":      wholeSeconds,
+			"tcpKeepalive.interval":  wholeSeconds,
 			"clientCertificate":      split(g, certs),
 			"minimumProtocolVersion": split(g, versions),
 			"maximumProtocolVersion": split(g, versions),
@@ -124,8 +132,10 @@ func newOptionValues(g *Generator) *optionValues {
 }
 
 // ExtensionOptions draws option groups: each group one time in three,
-// each of its fields one time in two. Values are valid unless invalid is
-// set and InvalidSpecs allows others.
+// each of its fields one time in two. Values are valid, and their groups
+// consistent (see fitGroups), unless invalid is set and InvalidSpecs
+// allows others: then one value in four may be anything, and one set of
+// groups in four is left as drawn.
 func (g *Generator) ExtensionOptions(invalid bool) *source.ExtensionOptions {
 	opts := &source.ExtensionOptions{}
 	groups := reflect.ValueOf(opts).Elem()
@@ -137,24 +147,90 @@ func (g *Generator) ExtensionOptions(invalid bool) *source.ExtensionOptions {
 		fields := group.Elem()
 		for f := range fields.NumField() {
 			if g.Chance(2) {
-				fields.Field(f).Set(g.optionValue(fields.Type().Field(f), invalid))
+				fields.Field(f).Set(g.optionValue(groups.Type().Field(i).Tag.Get("json"), fields.Type().Field(f), invalid))
 			}
 		}
 		groups.Field(i).Set(group)
+	}
+	if !invalid || !g.Chance(4) {
+		fitGroups(opts)
+	}
+	return opts
+}
+
+// fitGroups makes each group consistent within itself, as translation
+// wants it: an outlier detector to tune, a maximum ejection time no
+// shorter than the base one (every valid duration, and the default base,
+// is at most 3m), TLS
+// versions in order, the durations the HTTP/2 keepalive and slow start
+// require.
+func fitGroups(o *source.ExtensionOptions) {
+	if od := o.OutlierDetection; od != nil {
+		if od.FailurePercentageThreshold == nil {
+			od.FailurePercentageMinimumHosts, od.FailurePercentageRequestVolume = nil, nil
+		}
+		if od.ConsecutiveGatewayFailure == nil && od.ConsecutiveLocalOriginFailure == nil && od.FailurePercentageThreshold == nil {
+			od.ConsecutiveGatewayFailure = ptr[uint32](5)
+		}
+		if od.MaxEjectionTime != nil {
+			od.MaxEjectionTime = ptr("3m")
+		}
+	}
+	if t := o.TLS; t != nil && t.MinimumProtocolVersion != nil && t.MaximumProtocolVersion != nil {
+		t.MinimumProtocolVersion, t.MaximumProtocolVersion = ptr("1.2"), ptr("1.3")
+	}
+	if k := o.HTTP2Keepalive; k != nil && k.Interval == nil {
+		k.Interval = ptr("10s")
+	}
+	if s := o.SlowStart; s != nil && s.Window == nil {
+		s.Window = ptr("30s")
+	}
+}
+
+// fitExtension drops the groups an ExtensionService of spec cannot have:
+// TLS unless it speaks h2, health checks and HTTP/2 keepalive over
+// HTTP/1.1, slow start unless it balances by round robin or least request.
+func fitExtension(o *source.ExtensionOptions, spec *source.ExtensionServiceSpec) {
+	protocol := "h2"
+	if spec.Protocol != nil {
+		protocol = *spec.Protocol
+	}
+	if protocol != "h2" {
+		o.TLS = nil
+	}
+	if protocol == "http/1.1" {
+		o.HealthCheck, o.HTTP2Keepalive = nil, nil
+	}
+	if p := spec.LoadBalancerPolicy; p != nil && (p.Strategy == "Random" || p.Strategy == "ClientSideWeightedRoundRobin") {
+		o.SlowStart = nil
+	}
+}
+
+// extensionOptions draws option groups for an ExtensionService of spec:
+// groups it cannot have are dropped but, with InvalidSpecs, one time in
+// four.
+func (g *Generator) extensionOptions(spec *source.ExtensionServiceSpec) *source.ExtensionOptions {
+	opts := g.ExtensionOptions(g.o.InvalidSpecs)
+	if !g.o.InvalidSpecs || !g.Chance(4) {
+		fitExtension(opts, spec)
 	}
 	return opts
 }
 
 // optionValue draws a value for field, a *string, *uint32, *float64,
-// *bool or []string of an option group: strings are durations unless
-// optionValues lists the field, numbers counts unless it is a port.
-func (g *Generator) optionValue(field reflect.StructField, invalid bool) reflect.Value {
+// *bool or []string of the option group named group: strings are
+// durations unless optionValues lists the field, numbers counts unless it
+// is a port.
+func (g *Generator) optionValue(group string, field reflect.StructField, invalid bool) reflect.Value {
 	name := field.Tag.Get("json")
 	vals := g.optionVals
 	var v any
 	switch field.Type {
 	case reflect.TypeFor[*string]():
-		list, ok := vals.strings[name]
+		list, ok := vals.strings[group+"."+name]
+		if !ok {
+			list, ok = vals.strings[name]
+		}
 		if !ok {
 			list = vals.durations
 		}
@@ -177,13 +253,13 @@ func (g *Generator) optionValue(field reflect.StructField, invalid bool) reflect
 	return reflect.ValueOf(v)
 }
 
-// Annotations draws "tributary.dev/" annotations: the keys of the option
-// groups, derived from the API's field names as translation derives them,
-// with values written as a user writes them; with InvalidSpecs, now and
-// then a value that does not parse and a key that does not exist.
-func (g *Generator) Annotations() map[string]string {
+// Annotations writes opts as "tributary.dev/" annotations: the keys of
+// the option groups, derived from the API's field names as translation
+// derives them, with values written as a user writes them; with
+// InvalidSpecs, now and then a value that does not parse and a key that
+// does not exist.
+func (g *Generator) Annotations(opts *source.ExtensionOptions) map[string]string {
 	a := map[string]string{}
-	opts := g.ExtensionOptions(g.o.InvalidSpecs)
 	groups := reflect.ValueOf(opts).Elem()
 	for i := range groups.NumField() {
 		group := groups.Field(i)

@@ -25,7 +25,10 @@ import (
 // tributary.v1.Resource), whatever translation makes of it: it counts an
 // ExtensionService as valid, the first address of every endpoint of every
 // IPv4 or IPv6 EndpointSlice of its targets as an endpoint once per slice
-// port, a CA bundle whether or not it parses. Quick is a looser bound with
+// port, a CA bundle whether or not it parses, every option group present
+// in spec.options, annotations or the settings' extensionDefaults at its
+// widest, and a STRICT_DNS Cluster's inline endpoints besides a
+// ClusterLoadAssignment (size_options.go). Quick is a looser bound with
 // every address at its longest, which costs nothing per endpoint. It adds
 // an estimate of the status, which is not a bound (a status holds
 // messages), but small. The bound is proven against the real
@@ -60,7 +63,14 @@ type Estimator struct {
 	// perCluster is what the settings put into every Cluster, and
 	// perTLSCluster what they add to an h2 one.
 	perCluster, perTLSCluster int64
-	targets                   map[source.NamespacedName]targetEstimate
+	// xds is the xDS cluster name's length.
+	xds int
+	// defaults measures the settings' extensionDefaults (see
+	// size_options.go); externalNames is the setting that allows
+	// ExternalName targets.
+	defaults      optionSizes
+	externalNames bool
+	targets       map[source.NamespacedName]targetEstimate
 }
 
 // targetEstimate bounds the endpoints one target Service contributes.
@@ -103,7 +113,10 @@ func NewEstimator(idx *model.Index, settings source.Settings) *Estimator {
 	if xds == "" {
 		xds = source.DefaultXDSClusterName
 	}
-	e := &Estimator{index: idx, targets: map[source.NamespacedName]targetEstimate{}}
+	e := &Estimator{
+		index: idx, targets: map[source.NamespacedName]targetEstimate{},
+		xds: len(xds), defaults: sizesOf(settings.ExtensionDefaults), externalNames: settings.ExternalNameTargets,
+	}
 	// The EDS config source names the xDS cluster twice (cluster name and
 	// authority), in every Cluster; so does the client certificate's SDS
 	// config source, in an h2 one.
@@ -170,7 +183,13 @@ func (e *Estimator) estimate(es *source.ExtensionService, quick bool) Estimate {
 			}
 		}
 	}
+	opts := e.optionsOf(es)
+	cluster += e.clusterBytes(&opts, name, est.TLS)
+	health := opts.perEndpoint()
 	cla := stringField(name)
+	status := statusFixedBytes + stringField(len(es.Namespace)) + stringField(len(es.Name)) + stringField(name)
+	// A STRICT_DNS Cluster holds one locality per ExternalName target.
+	var dns int64
 	for _, t := range es.Spec.Services {
 		service := source.NamespacedName{Namespace: es.Namespace, Name: t.Name}
 		var target targetEstimate
@@ -179,13 +198,24 @@ func (e *Estimator) estimate(es *source.ExtensionService, quick bool) Estimate {
 		} else {
 			target = e.target(service)
 		}
+		// Remembered targets are counted without a health check port,
+		// which adds the same bytes to every endpoint.
+		target.bytes += target.endpoints * int64(health)
 		est.Endpoints += target.endpoints
 		est.EndpointBytes += target.bytes
 		subZone := len(es.Namespace) + 1 + len(t.Name) + subZonePortBytes
 		cla += messageField(localityFixedBytes + stringField(subZone) + target.bytes)
+		if e.externalNames {
+			if svc := e.index.Service(service); svc != nil && svc.ExternalName != "" {
+				dns += dnsLocality(subZone, len(svc.ExternalName), health)
+			}
+		}
+		status += messageField(availabilityFixedBytes + stringField(len(t.Name)))
 	}
-	est.Bytes = resource(name, cluster) + resource(name, cla) +
-		statusFixedBytes + stringField(len(es.Namespace)) + stringField(len(es.Name)) + stringField(name)
+	if dns > 0 {
+		cluster += dnsFixedBytes + messageField(stringField(name)+dns)
+	}
+	est.Bytes = resource(name, cluster) + resource(name, cla) + status
 	return est
 }
 
@@ -249,7 +279,7 @@ func (e *Estimator) countTarget(service source.NamespacedName, quick bool) targe
 			if quick {
 				n := int64(len(slice.Endpoints))
 				t.endpoints += n
-				t.bytes += n * lbEndpoint(longest, port)
+				t.bytes += n * lbEndpoint(longest, port, 0)
 				continue
 			}
 			for i := range slice.Endpoints {
@@ -258,7 +288,7 @@ func (e *Estimator) countTarget(service source.NamespacedName, quick bool) targe
 					continue
 				}
 				t.endpoints++
-				t.bytes += lbEndpoint(len(addrs[0]), port)
+				t.bytes += lbEndpoint(len(addrs[0]), port, 0)
 			}
 		}
 	}
@@ -277,11 +307,12 @@ func speaksTLS(protocol *string) bool {
 }
 
 // lbEndpoint is the size of one lb_endpoints entry for an address of n
-// bytes and a port of port bytes: four nested messages around the address
-// and the port.
-func lbEndpoint(n, port int) int64 {
+// bytes, a port of port bytes and health bytes of health_check_config:
+// four nested messages around the address and the port, the Endpoint
+// holding the health check config too.
+func lbEndpoint(n, port, health int) int64 {
 	socket := messageField(int64(n)) + 1 + int64(port)
-	return messageField(messageField(messageField(messageField(socket))))
+	return messageField(messageField(messageField(messageField(socket)) + int64(health)))
 }
 
 // resource bounds a tributary.v1.Resource holding a body of at most body

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	clusterv3 "github.com/envoyproxy/go-control-plane/envoy/config/cluster/v3"
 	resourcev3 "github.com/envoyproxy/go-control-plane/pkg/resource/v3"
 	"google.golang.org/protobuf/encoding/protojson"
 	"google.golang.org/protobuf/proto"
@@ -131,6 +132,7 @@ func FuzzEstimate(f *testing.F) {
 // amplify makes objs and settings larger in the ways that make output
 // large, each one time in two.
 func amplify(r *rand.Rand, objs *source.Objects, settings *source.Settings) {
+	amplifyOptions(r, objs, settings)
 	if r.IntN(2) == 0 {
 		for i := range objs.Secrets {
 			if len(objs.Secrets[i].CACrt) > 0 {
@@ -169,6 +171,155 @@ func amplify(r *rand.Rand, objs *source.Objects, settings *source.Settings) {
 	}
 }
 
+// amplifyOptions gives option groups their largest valid values, each
+// one time in two: ExtensionServices' spec.options or annotations, and
+// the settings' extensionDefaults, hold every group with the longest
+// strings model takes and a health check port (which every endpoint
+// repeats); ExternalName Services get the longest DNS names, and the
+// setting allows them.
+func amplifyOptions(r *rand.Rand, objs *source.Objects, settings *source.Settings) {
+	if r.IntN(2) == 0 {
+		return
+	}
+	if r.IntN(2) == 0 {
+		settings.ExtensionDefaults = largestOptions(r)
+		if r.IntN(2) == 0 {
+			settings.ExtensionDefaults.TLS.ClientCertificate = nil
+		}
+	}
+	for i := range objs.ExtensionServices {
+		es := &objs.ExtensionServices[i]
+		if r.IntN(4) == 0 {
+			es.Spec.LoadBalancerPolicy = &source.LoadBalancerPolicy{Strategy: "ClientSideWeightedRoundRobin"}
+		}
+		switch r.IntN(4) {
+		case 0:
+			es.Spec.Options = largestOptions(r)
+			fitOptions(r, es.Spec.Options, &es.Spec)
+		case 1:
+			es.Annotations = largestAnnotations(r)
+			if p := es.Spec.Protocol; p != nil && *p != "h2" || r.IntN(2) == 0 {
+				for k := range es.Annotations {
+					if strings.HasPrefix(k, source.AnnotationPrefix+"tls-") || strings.HasPrefix(k, source.AnnotationPrefix+"slow-start-") {
+						delete(es.Annotations, k)
+					}
+				}
+			}
+		}
+	}
+	if r.IntN(2) == 0 {
+		settings.ExternalNameTargets = true
+		for i := range objs.Services {
+			if svc := &objs.Services[i]; svc.ExternalName != "" {
+				svc.ExternalName = longestDNSName(r)
+			}
+		}
+	}
+}
+
+// fitOptions drops the groups of o that would make an ExtensionService of
+// spec invalid (TLS unless h2, health checks and HTTP/2 keepalive over
+// HTTP/1.1, slow start unless round robin), and one time in two its
+// client certificate, whose Secret may not be one.
+func fitOptions(r *rand.Rand, o *source.ExtensionOptions, spec *source.ExtensionServiceSpec) {
+	if p := spec.Protocol; p != nil && *p != "h2" {
+		o.TLS = nil
+		if *p == "http/1.1" {
+			o.HealthCheck, o.HTTP2Keepalive = nil, nil
+		}
+	} else if r.IntN(2) == 0 {
+		o.TLS.ClientCertificate = nil
+	}
+	if p := spec.LoadBalancerPolicy; p != nil && p.Strategy != "" && p.Strategy != "RoundRobin" && p.Strategy != "WeightedLeastRequest" {
+		o.SlowStart = nil
+	}
+}
+
+// The longest strings model takes in options: health check names and
+// the SNI (255 bytes), cipher suites (64 names of 128 bytes).
+const (
+	longestOptionString = 255
+	mostCipherSuites    = 64
+	longestCipherSuite  = 128
+)
+
+// largestOptions is every option group with its largest valid values;
+// the strings one time in two at their longest, else short, and a health
+// check port at its widest or narrowest.
+func largestOptions(r *rand.Rand) *source.ExtensionOptions {
+	suites := make([]string, 1+r.IntN(mostCipherSuites))
+	for i := range suites {
+		suites[i] = strings.Repeat("C", 1+r.IntN(longestCipherSuite))
+	}
+	return &source.ExtensionOptions{
+		HealthCheck: &source.HealthCheck{
+			ServiceName: new(strings.Repeat("s", 1+r.IntN(longestOptionString))), Authority: new(strings.Repeat("a", 1+r.IntN(longestOptionString))),
+			Interval: new("23h59m59.999999999s"), Timeout: new("23h59m59.999999999s"),
+			UnhealthyThreshold: new(uint32(4294967295)), HealthyThreshold: new(uint32(4294967295)),
+			Port: new([]uint32{1, 65535}[r.IntN(2)]),
+		},
+		OutlierDetection: &source.OutlierDetection{
+			ConsecutiveGatewayFailure: new(uint32(4294967295)), ConsecutiveLocalOriginFailure: new(uint32(4294967295)),
+			FailurePercentageThreshold: new(uint32(100)), FailurePercentageMinimumHosts: new(uint32(4294967295)),
+			FailurePercentageRequestVolume: new(uint32(4294967295)), Interval: new("23h59m59.999999999s"),
+			BaseEjectionTime: new("23h59m59.999999999s"), MaxEjectionTime: new("23h59m59.999999999s"), MaxEjectionPercent: new(uint32(100)),
+		},
+		TLS: &source.ExtensionTLS{
+			SNI: new(sniOf(1 + r.IntN(longestOptionString))), ClientCertificate: new("client"),
+			MinimumProtocolVersion: new("1.2"), MaximumProtocolVersion: new("1.3"), CipherSuites: suites,
+		},
+		HTTP2Keepalive:   &source.HTTP2Keepalive{Interval: new("23h59m59.999999999s"), Timeout: new("23h59m59.999999999s")},
+		TCPKeepalive:     &source.TCPKeepalive{Probes: new(uint32(127)), Time: new("9h6m7s"), Interval: new("9h6m7s")},
+		ConnectionLimits: &source.ConnectionLimits{MaxConnectionDuration: new("23h59m59.999999999s"), MaxRequestsPerConnection: new(uint32(4294967295))},
+		SlowStart:        &source.SlowStart{Window: new("23h59m59.999999999s"), Aggression: new(1e300), MinWeightPercent: new(99.999999)},
+		ClientSideWeightedRoundRobin: &source.ClientSideWeightedRoundRobin{
+			EnableOOBLoadReport: new(true), OOBReportingPeriod: new("23h59m59.999999999s"), BlackoutPeriod: new("23h59m59.999999999s"),
+			WeightExpirationPeriod: new("23h59m59.999999999s"), WeightUpdatePeriod: new("23h59m59.999999999s"), ErrorUtilizationPenalty: new(3.4e38),
+		},
+	}
+}
+
+// sniOf is a host name of n bytes: labels of up to 63 letters.
+func sniOf(n int) string {
+	b := []byte(strings.Repeat("a", n))
+	for i := 62; i < n-1; i += 63 {
+		b[i] = '.'
+	}
+	return string(b)
+}
+
+// longestDNSName is a DNS name of up to 253 bytes, one time in two the
+// longest.
+func longestDNSName(r *rand.Rand) string {
+	n := 253
+	if r.IntN(2) == 0 {
+		n = 1 + r.IntN(253)
+	}
+	return sniOf(n)
+}
+
+// largestAnnotations is largestOptions as annotations write it.
+func largestAnnotations(r *rand.Rand) map[string]string {
+	o := largestOptions(r)
+	a := map[string]string{}
+	add := func(key, value string) { a[source.AnnotationPrefix+key] = value }
+	add("health-check-service-name", *o.HealthCheck.ServiceName)
+	add("health-check-authority", *o.HealthCheck.Authority)
+	add("health-check-interval", *o.HealthCheck.Interval)
+	add("health-check-port", fmt.Sprint(*o.HealthCheck.Port))
+	add("outlier-detection-consecutive-gateway-failure", "4294967295")
+	add("outlier-detection-max-ejection-time", *o.OutlierDetection.MaxEjectionTime)
+	add("tls-sni", *o.TLS.SNI)
+	add("tls-client-certificate", "client")
+	add("tls-cipher-suites", strings.Join(o.TLS.CipherSuites, ","))
+	add("http2-keepalive-interval", "1s")
+	add("tcp-keepalive-probes", "127")
+	add("connection-limits-max-requests-per-connection", "4294967295")
+	add("slow-start-window", "23h59m59.999999999s")
+	add("client-side-weighted-round-robin-blackout-period", "1s")
+	return a
+}
+
 // checkEstimates checks every ExtensionService's Estimate against what
 // Translate makes of it.
 func checkEstimates(t *testing.T, objs *source.Objects, settings source.Settings) {
@@ -187,12 +338,20 @@ func checkEstimates(t *testing.T, objs *source.Objects, settings source.Settings
 		if !ok {
 			continue // invalid: no output to bound
 		}
-		cla := clas[name]
-		binary := resourceSize(t, cluster, resourcev3.ClusterType, false) + resourceSize(t, cla, resourcev3.EndpointType, false)
+		// A STRICT_DNS Cluster has no ClusterLoadAssignment.
+		cla, hasCLA := clas[name]
+		size := func(withJSON bool) int64 {
+			n := resourceSize(t, cluster, resourcev3.ClusterType, withJSON)
+			if hasCLA {
+				n += resourceSize(t, cla, resourcev3.EndpointType, withJSON)
+			}
+			return n
+		}
+		binary := size(false)
 		if binary > est.Bytes {
 			t.Errorf("%s/%s: output is %d bytes, over its estimate of %d (%+v)", es.Namespace, es.Name, binary, est.Bytes, est)
 		}
-		withJSON := resourceSize(t, cluster, resourcev3.ClusterType, true) + resourceSize(t, cla, resourcev3.EndpointType, true)
+		withJSON := size(true)
 		if withJSON > est.Bytes*(1+translate.JSONExpansion) {
 			t.Errorf("%s/%s: output with JSON is %d bytes, over its estimate of %d × %d", es.Namespace, es.Name, withJSON, est.Bytes, 1+translate.JSONExpansion)
 		}
@@ -324,10 +483,11 @@ func endpointBytesOf(objs *source.Objects) int64 {
 }
 
 // TestStandardWorkloadFits: the estimate of the standard workload is
-// close above its encoded size (8% at M=100: a Cluster's fixed fields and
-// a status are counted at their largest), so the largest one in
-// BENCHMARKS.md (N=10000, M=100: two million endpoints, 58.6 MB encoded,
-// estimated 63.5 MB) fits in the default 64 MiB (67.1 MB).
+// close above its encoded size (9% at M=100: a Cluster's fixed fields and
+// a status, with its availability per target, are counted at their
+// largest), so the largest one in BENCHMARKS.md (N=10000, M=100: two
+// million endpoints, 59 MB encoded, estimated 64.7 MB) fits in the default
+// 64 MiB (67.1 MB).
 func TestStandardWorkloadFits(t *testing.T) {
 	objs := workload.Standard(1000, 100)
 	res := translate.Translate(objs, source.Settings{})
@@ -335,9 +495,15 @@ func TestStandardWorkloadFits(t *testing.T) {
 	for i := range res.Clusters {
 		encoded += resourceSize(t, res.Clusters[i], resourcev3.ClusterType, false) + resourceSize(t, res.ClusterLoadAssignments[i], resourcev3.EndpointType, false)
 		st := &res.Statuses[i]
-		encoded += int64(proto.Size(&tributaryv1.ExtensionServiceStatus{Namespace: st.Namespace, Name: st.Name, ClusterName: st.ClusterName, Conditions: []*tributaryv1.DetailedCondition{{
+		status := &tributaryv1.ExtensionServiceStatus{Namespace: st.Namespace, Name: st.Name, ClusterName: st.ClusterName, Conditions: []*tributaryv1.DetailedCondition{{
 			Type: st.Condition.Type, Status: st.Condition.Status, Reason: st.Condition.Reason, Message: st.Condition.Message,
-		}}}))
+		}}}
+		for _, a := range st.Availability {
+			status.Availability = append(status.Availability, &tributaryv1.TargetAvailability{
+				Service: a.Service, Port: a.Port, ReadyEndpoints: a.ReadyEndpoints, Weight: a.Weight, Reason: a.Reason,
+			})
+		}
+		encoded += int64(proto.Size(status))
 	}
 	est := estimateOf(objs, source.Settings{})
 	t.Logf("N=1000, M=100: estimate %d, encoded %d (%.1f%% above)", est, encoded, 100*(float64(est)/float64(encoded)-1))
@@ -424,6 +590,141 @@ func TestCauseTiesGoToTheFirstSecret(t *testing.T) {
 		}
 		if got := tally.Cause(source.Settings{}); got != want {
 			t.Fatalf("run %d: got %s, want %s", run, got, want)
+		}
+	}
+}
+
+// TestEstimateBoundsLargestOptions: every option group at its largest
+// valid values, from each of the three places options come from, on
+// endpoints whose JSON is the largest share of their size and with a
+// health check port every endpoint repeats; and a STRICT_DNS Cluster of
+// the longest DNS names; strings of random lengths up to their longest.
+// Each ExtensionService must be valid and carry its options, so that the
+// bound is checked where it is tightest.
+func TestEstimateBoundsLargestOptions(t *testing.T) {
+	for seed := range uint64(20) {
+		r := rand.New(rand.NewPCG(seed, 2))
+		var endpoints []source.Endpoint
+		for i := range 500 {
+			endpoints = append(endpoints, objectgen.ReadyAt(fmt.Sprintf("::%x", i+1)))
+		}
+		slice := objectgen.Slice("s-1", "s", "IPv6", objectgen.Ports(objectgen.TCPPort("", 1)), endpoints...)
+		base := source.Objects{
+			Services:       []source.Service{{Meta: source.Meta{Namespace: objectgen.Namespace, Name: "s"}, Type: "ClusterIP", Ports: []source.ServicePort{{Port: 1, Protocol: "TCP"}}}},
+			EndpointSlices: []source.EndpointSlice{slice},
+			Secrets: []source.Secret{
+				{Meta: source.Meta{Namespace: objectgen.Namespace, Name: "client"}, Type: "kubernetes.io/tls", TLSCrt: objectgen.ClientCertificate},
+				{Meta: source.Meta{Namespace: objectgen.Namespace, Name: "ca"}, Type: "Opaque", CACrt: bytes.Repeat(objectgen.CA, 3)},
+			},
+		}
+		for i := range 3 {
+			base.Services = append(base.Services, source.Service{
+				Meta: source.Meta{Namespace: objectgen.Namespace, Name: fmt.Sprintf("dns-%d", i)}, Type: "ExternalName",
+				ExternalName: longestDNSName(r), Ports: []source.ServicePort{{Port: 65535, Protocol: "TCP"}},
+			})
+		}
+		h2 := func(name string) source.ExtensionService {
+			return source.ExtensionService{
+				Meta: source.Meta{Namespace: objectgen.Namespace, Name: name},
+				Spec: source.ExtensionServiceSpec{
+					Services:   []source.ExtensionServiceTarget{{Name: "s", Port: 1, Weight: 4294967295}},
+					Validation: &source.UpstreamValidation{CASecret: "ca", SubjectName: sniOf(255)},
+				},
+			}
+		}
+		for _, c := range []struct {
+			name     string
+			es       func() source.ExtensionService
+			defaults bool
+		}{{
+			name: "spec.options",
+			es: func() source.ExtensionService {
+				es := h2("spec")
+				es.Spec.Options = largestOptions(r)
+				es.Spec.Options.ClientSideWeightedRoundRobin = nil
+				return es
+			},
+		}, {
+			name: "annotations",
+			es: func() source.ExtensionService {
+				es := h2("annotated")
+				es.Annotations = largestAnnotations(r)
+				delete(es.Annotations, source.AnnotationPrefix+"client-side-weighted-round-robin-blackout-period")
+				return es
+			},
+		}, {
+			name:     "defaults",
+			es:       func() source.ExtensionService { return h2("defaulted") },
+			defaults: true,
+		}, {
+			name: "ClientSideWeightedRoundRobin",
+			es: func() source.ExtensionService {
+				es := h2("cswrr")
+				es.Spec.LoadBalancerPolicy = &source.LoadBalancerPolicy{Strategy: "ClientSideWeightedRoundRobin"}
+				es.Spec.Options = largestOptions(r)
+				es.Spec.Options.SlowStart = nil
+				return es
+			},
+		}, {
+			name: "ExternalName",
+			es: func() source.ExtensionService {
+				es := h2("dns")
+				es.Spec.Services = []source.ExtensionServiceTarget{{Name: "dns-0", Port: 65535, Weight: 1}, {Name: "dns-1", Port: 65535}, {Name: "dns-2", Port: 65535, Weight: 4294967294}}
+				es.Spec.Options = largestOptions(r)
+				return es
+			},
+		}} {
+			t.Run(fmt.Sprintf("%s/%d", c.name, seed), func(t *testing.T) {
+				objs := base
+				objs.ExtensionServices = []source.ExtensionService{c.es()}
+				settings := source.Settings{
+					XDSClusterName: strings.Repeat("x", 300), ExternalNameTargets: true,
+					UpstreamTLS: &source.UpstreamTLS{CipherSuites: []string{strings.Repeat("C", 128)}},
+				}
+				if c.defaults {
+					settings.ExtensionDefaults = largestOptions(r)
+					settings.ExtensionDefaults.TLS.ClientCertificate = nil // a Secret in the ExtensionService's namespace
+				}
+				res := translate.Translate(&objs, settings)
+				if st := res.Statuses[0]; len(st.Condition.Errors) > 0 || len(res.Clusters) != 1 {
+					t.Fatalf("the ExtensionService is invalid: %+v", st.Condition.Errors)
+				}
+				cluster := new(clusterv3.Cluster)
+				if err := proto.Unmarshal(res.Clusters[0].Body, cluster); err != nil {
+					t.Fatal(err)
+				}
+				if len(cluster.GetHealthChecks()) == 0 || cluster.GetOutlierDetection() == nil || cluster.GetUpstreamConnectionOptions() == nil ||
+					cluster.GetTransportSocket() == nil || (cluster.GetLoadBalancingPolicy() == nil) == (cluster.GetRoundRobinLbConfig() == nil) {
+					t.Fatalf("the Cluster lacks options: %v", cluster)
+				}
+				checkEstimates(t, &objs, settings)
+
+				// What the options add is bounded by what the estimate adds
+				// for them, so that no fixed allowance elsewhere hides a
+				// shortfall.
+				plain := objs
+				plain.ExtensionServices = []source.ExtensionService{c.es()}
+				es := &plain.ExtensionServices[0]
+				es.Spec.Options, es.Annotations, es.Spec.LoadBalancerPolicy = nil, nil, nil
+				plainSettings := settings
+				plainSettings.ExtensionDefaults = nil
+				estimate := func(objs *source.Objects, settings source.Settings) int64 {
+					return translate.NewEstimator(model.NewIndex(objs), settings).Estimate(&objs.ExtensionServices[0]).Bytes
+				}
+				size := func(objs *source.Objects, settings source.Settings) int64 {
+					res := translate.Translate(objs, settings)
+					n := resourceSize(t, res.Clusters[0], resourcev3.ClusterType, false)
+					for _, cla := range res.ClusterLoadAssignments {
+						n += resourceSize(t, cla, resourcev3.EndpointType, false)
+					}
+					return n
+				}
+				added, estimated := size(&objs, settings)-size(&plain, plainSettings), estimate(&objs, settings)-estimate(&plain, plainSettings)
+				t.Logf("options add %d bytes, estimated %d", added, estimated)
+				if added > estimated {
+					t.Errorf("options add %d bytes, over the %d the estimate adds for them", added, estimated)
+				}
+			})
 		}
 	}
 }
