@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
 	"regexp"
 	"strconv"
 	"strings"
@@ -88,7 +87,7 @@ invalid ExtensionService on standard error.`,
 		panic(err)
 	}
 	fs.BoolVarP(&f.recursive, "recursive", "R", false, "read the subdirectories of -f directories too, as kubectl -R does")
-	fs.StringVar(&f.settingsPath, "settings", "", "YAML `FILE` of translator settings (xdsClusterName, connectTimeout, globalCircuitBreakers, clientCertificate, upstreamTLS)")
+	fs.StringVar(&f.settingsPath, "settings", "", "YAML `FILE` of translator settings (xdsClusterName, connectTimeout, globalCircuitBreakers, clientCertificate, upstreamTLS, extensionDefaults, enableExternalNameTargets)")
 	fs.StringVarP(&f.format, "output", "o", "json", "output `format`: json or yaml")
 	fs.StringVar(&f.outputType, "type", string(outputAll), "`TYPE` of output: "+outputTypeChoices+" (or their plurals)")
 	fs.BoolVar(&f.failOnInvalid, "fail-on-invalid", false, "after printing, exit 1 if any ExtensionService is invalid, naming each on stderr")
@@ -115,7 +114,7 @@ func runTranslate(ctx context.Context, f *translateFlags, std stdio) error {
 		return err
 	}
 
-	var settings *contour.Config
+	var settings *settingsFile
 	if f.settingsPath != "" {
 		if settings, err = readSettings(f.settingsPath); err != nil {
 			return err
@@ -137,7 +136,7 @@ func runTranslate(ctx context.Context, f *translateFlags, std stdio) error {
 	}
 	notes.flush()
 
-	req := &tributaryv1.TranslateRequest{Settings: contour.Settings(settings)}
+	req := &tributaryv1.TranslateRequest{Settings: requestSettings(settings)}
 	positions := make([]manifest.Position, 0, len(manifests.Objects))
 	for _, o := range manifests.Objects {
 		obj, ok := contour.Object(o.Object)
@@ -181,18 +180,6 @@ func reportInvalid(resp *tributaryv1.TranslateResponse, std stdio) error {
 		return exitError{exitFailure}
 	}
 	return nil
-}
-
-func readSettings(path string) (*contour.Config, error) {
-	data, err := os.ReadFile(path)
-	if err != nil {
-		return nil, err
-	}
-	var c contour.Config
-	if err := manifest.UnmarshalStrict(data, &c); err != nil {
-		return nil, fmt.Errorf("%s: %w", path, err)
-	}
-	return &c, nil
 }
 
 // maxNotes bounds the notes one run prints: manifests of a whole cluster
