@@ -53,7 +53,9 @@ func TestSyncIgnoresSlicesOfNoService(t *testing.T) {
 	unlabelled := slice("a", "10.0.0.9")
 	unlabelled.GetEndpointSlice().GetMetadata().Labels = nil
 	s.step(batch(3, unlabelled), func(o *tributaryv1.TranslateResponse) *tributaryv1.SyncDelta {
-		return &tributaryv1.SyncDelta{BatchId: 3, ClusterLoadAssignments: pick(t, o.ClusterLoadAssignments, plainCluster)}
+		// Its Service has no ready endpoint left: the status says so.
+		return &tributaryv1.SyncDelta{BatchId: 3, ClusterLoadAssignments: pick(t, o.ClusterLoadAssignments, plainCluster),
+			Statuses: []*tributaryv1.ExtensionServiceStatus{statusOf(t, o, "plain")}}
 	})
 	cla := &endpointv3.ClusterLoadAssignment{}
 	if err := s.view.clas[plainCluster].GetResource().UnmarshalTo(cla); err != nil || len(cla.GetEndpoints()) != 0 {

@@ -28,6 +28,7 @@ func TestUnboundedFieldsReachTheStatus(t *testing.T) {
 		return []*tributaryv1.ExtensionServiceTarget{{Name: name, Port: 9000}}
 	}
 	validCondition := []*tributaryv1.DetailedCondition{{Type: "Valid", Status: "True", Reason: "Valid", Message: "Valid ExtensionService"}}
+	available := []*tributaryv1.TargetAvailability{{Service: "b", Port: 9000, ReadyEndpoints: 1, Weight: 1}}
 	quoted := `"` + strings.Repeat("a", 100) + `"...`
 	tests := []struct {
 		name   string
@@ -53,11 +54,11 @@ func TestUnboundedFieldsReachTheStatus(t *testing.T) {
 	}, {
 		name:   "load balancer strategy",
 		spec:   &tributaryv1.ExtensionServiceSpec{Services: target("b"), LoadBalancerPolicy: &tributaryv1.LoadBalancerPolicy{Strategy: a}},
-		status: &tributaryv1.ExtensionServiceStatus{Conditions: validCondition, ClusterName: "extension/ns/large"},
+		status: &tributaryv1.ExtensionServiceStatus{Conditions: validCondition, ClusterName: "extension/ns/large", Availability: available},
 	}, {
 		name:   "response timeout that parses",
 		spec:   &tributaryv1.ExtensionServiceSpec{Services: target("b"), TimeoutPolicy: &tributaryv1.TimeoutPolicy{Response: strings.Repeat("1s", mib/2)}},
-		status: &tributaryv1.ExtensionServiceStatus{Conditions: validCondition, ClusterName: "extension/ns/large", ResponseTimeout: "145h38m8s"},
+		status: &tributaryv1.ExtensionServiceStatus{Conditions: validCondition, ClusterName: "extension/ns/large", ResponseTimeout: "145h38m8s", Availability: available},
 	}}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -21,7 +21,8 @@ func TestSyncAnswersInOrder(t *testing.T) {
 	s := newSyncSession(openSync(t.Context(), t, conn, nil), nil, map[string]bool{})
 	first := batch(1, fixture(t)...)
 	bad := batch(2, serviceObject(meta("", "x")))
-	last := batch(3, slice("a", "10.0.0.5"))
+	// Two endpoints move, two stay ready: the CLA changes, not the status.
+	last := batch(3, slice("a", "10.0.0.5", "10.0.0.6"))
 	for _, b := range []*tributaryv1.SyncBatch{first, bad, last} {
 		s.send(b)
 	}

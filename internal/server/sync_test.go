@@ -33,30 +33,46 @@ func TestSync(t *testing.T) {
 				t.Fatalf("the fixture gives %d ClusterLoadAssignments, want 2", got)
 			}
 
-			// Endpoints scale up, then down: only that CLA changes.
-			onlyPlainCLA := func(id uint64) func(o *tributaryv1.TranslateResponse) *tributaryv1.SyncDelta {
+			// Endpoints scale up, then down: that CLA changes, and so does
+			// the status, whose availability counts the ready endpoints.
+			plainCLAAndStatus := func(id uint64) func(o *tributaryv1.TranslateResponse) *tributaryv1.SyncDelta {
 				return func(o *tributaryv1.TranslateResponse) *tributaryv1.SyncDelta {
-					return &tributaryv1.SyncDelta{BatchId: id, ClusterLoadAssignments: pick(t, o.ClusterLoadAssignments, plainCluster)}
+					return &tributaryv1.SyncDelta{BatchId: id, ClusterLoadAssignments: pick(t, o.ClusterLoadAssignments, plainCluster),
+						Statuses: []*tributaryv1.ExtensionServiceStatus{statusOf(t, o, "plain")}}
 				}
 			}
-			s.step(batch(2, slice("a", "10.0.0.1", "10.0.0.2", "10.0.0.3", "10.0.0.4")), onlyPlainCLA(2))
-			s.step(batch(3, slice("a", "10.0.0.4")), onlyPlainCLA(3))
+			for _, tc := range []struct {
+				id        uint64
+				addresses []string
+			}{{2, []string{"10.0.0.1", "10.0.0.2", "10.0.0.3", "10.0.0.4"}}, {3, []string{"10.0.0.4"}}} {
+				d := s.step(batch(tc.id, slice("a", tc.addresses...)), plainCLAAndStatus(tc.id))
+				want := []*tributaryv1.TargetAvailability{{Service: "a", Port: 9000, ReadyEndpoints: uint32(len(tc.addresses)), Weight: 1}}
+				if diff := gocmp.Diff(want, d.GetStatuses()[0].GetAvailability(), protocmp.Transform()); diff != "" {
+					t.Errorf("batch %d: availability (-want +got):\n%s", tc.id, diff)
+				}
+			}
+
+			// An endpoint moves, and as many are ready: only the CLA
+			// changes, no status.
+			s.step(batch(4, slice("a", "10.0.0.5")), func(o *tributaryv1.TranslateResponse) *tributaryv1.SyncDelta {
+				return &tributaryv1.SyncDelta{BatchId: 4, ClusterLoadAssignments: pick(t, o.ClusterLoadAssignments, plainCluster)}
+			})
 
 			// A batch that changes no output: an empty acknowledgement.
-			s.step(batch(4, slice("a", "10.0.0.4"), service("a")), func(*tributaryv1.TranslateResponse) *tributaryv1.SyncDelta {
-				return &tributaryv1.SyncDelta{BatchId: 4}
+			s.step(batch(5, slice("a", "10.0.0.5"), service("a")), func(*tributaryv1.TranslateResponse) *tributaryv1.SyncDelta {
+				return &tributaryv1.SyncDelta{BatchId: 5}
 			})
 
 			// The CA Secret rotates: only the Cluster that embeds it changes.
-			s.step(batch(5, caSecret(t, 2)), func(o *tributaryv1.TranslateResponse) *tributaryv1.SyncDelta {
-				return &tributaryv1.SyncDelta{BatchId: 5, Clusters: pick(t, o.Clusters, tlsCluster)}
+			s.step(batch(6, caSecret(t, 2)), func(o *tributaryv1.TranslateResponse) *tributaryv1.SyncDelta {
+				return &tributaryv1.SyncDelta{BatchId: 6, Clusters: pick(t, o.Clusters, tlsCluster)}
 			})
 
 			// An ExtensionService becomes invalid: its resources go, and its
 			// status says why.
-			d := s.step(batch(6, plainES("bogus")), func(o *tributaryv1.TranslateResponse) *tributaryv1.SyncDelta {
+			d := s.step(batch(7, plainES("bogus")), func(o *tributaryv1.TranslateResponse) *tributaryv1.SyncDelta {
 				return &tributaryv1.SyncDelta{
-					BatchId: 6, RemovedClusters: []string{plainCluster}, RemovedClusterLoadAssignments: []string{plainCluster},
+					BatchId: 7, RemovedClusters: []string{plainCluster}, RemovedClusterLoadAssignments: []string{plainCluster},
 					Statuses: []*tributaryv1.ExtensionServiceStatus{statusOf(t, o, "plain")},
 				}
 			})
@@ -64,18 +80,18 @@ func TestSync(t *testing.T) {
 				t.Errorf("status of the invalid ExtensionService: %v", c)
 			}
 			// And valid again.
-			s.step(batch(7, plainES("h2c")), func(o *tributaryv1.TranslateResponse) *tributaryv1.SyncDelta {
+			s.step(batch(8, plainES("h2c")), func(o *tributaryv1.TranslateResponse) *tributaryv1.SyncDelta {
 				return &tributaryv1.SyncDelta{
-					BatchId: 7, Clusters: pick(t, o.Clusters, plainCluster), ClusterLoadAssignments: pick(t, o.ClusterLoadAssignments, plainCluster),
+					BatchId: 8, Clusters: pick(t, o.Clusters, plainCluster), ClusterLoadAssignments: pick(t, o.ClusterLoadAssignments, plainCluster),
 					Statuses: []*tributaryv1.ExtensionServiceStatus{statusOf(t, o, "plain")},
 				}
 			})
 
 			// Deleting a target Service invalidates the ExtensionService.
-			del := &tributaryv1.SyncBatch{Id: 8, Deletes: []*tributaryv1.ObjectReference{deleteOf(tributaryv1.ObjectKind_OBJECT_KIND_SERVICE, "ns", "b")}}
+			del := &tributaryv1.SyncBatch{Id: 9, Deletes: []*tributaryv1.ObjectReference{deleteOf(tributaryv1.ObjectKind_OBJECT_KIND_SERVICE, "ns", "b")}}
 			d = s.step(del, func(o *tributaryv1.TranslateResponse) *tributaryv1.SyncDelta {
 				return &tributaryv1.SyncDelta{
-					BatchId: 8, RemovedClusters: []string{tlsCluster}, RemovedClusterLoadAssignments: []string{tlsCluster},
+					BatchId: 9, RemovedClusters: []string{tlsCluster}, RemovedClusterLoadAssignments: []string{tlsCluster},
 					Statuses: []*tributaryv1.ExtensionServiceStatus{statusOf(t, o, "tls")},
 				}
 			})
@@ -85,12 +101,12 @@ func TestSync(t *testing.T) {
 
 			// Deleting an ExtensionService removes its status; deleting an
 			// object the session does not hold changes nothing more.
-			del = &tributaryv1.SyncBatch{Id: 9, Deletes: []*tributaryv1.ObjectReference{
+			del = &tributaryv1.SyncBatch{Id: 10, Deletes: []*tributaryv1.ObjectReference{
 				deleteOf(tributaryv1.ObjectKind_OBJECT_KIND_EXTENSION_SERVICE, "ns", "broken"),
 				deleteOf(tributaryv1.ObjectKind_OBJECT_KIND_SECRET, "ns", "never-sent"),
 			}}
 			s.step(del, func(*tributaryv1.TranslateResponse) *tributaryv1.SyncDelta {
-				return &tributaryv1.SyncDelta{BatchId: 9, RemovedStatuses: []*tributaryv1.ObjectReference{
+				return &tributaryv1.SyncDelta{BatchId: 10, RemovedStatuses: []*tributaryv1.ObjectReference{
 					deleteOf(tributaryv1.ObjectKind_OBJECT_KIND_EXTENSION_SERVICE, "ns", "broken"),
 				}}
 			})
@@ -137,7 +153,9 @@ func TestSyncReconnect(t *testing.T) {
 		return &tributaryv1.SyncDelta{BatchId: 1, FullState: true, Clusters: o.Clusters, ClusterLoadAssignments: o.ClusterLoadAssignments, Statuses: o.Statuses}
 	})
 	first.step(batch(2, slice("a", "10.0.0.9")), func(o *tributaryv1.TranslateResponse) *tributaryv1.SyncDelta {
-		return &tributaryv1.SyncDelta{BatchId: 2, ClusterLoadAssignments: pick(t, o.ClusterLoadAssignments, plainCluster)}
+		// One ready endpoint instead of two: the status changes too.
+		return &tributaryv1.SyncDelta{BatchId: 2, ClusterLoadAssignments: pick(t, o.ClusterLoadAssignments, plainCluster),
+			Statuses: []*tributaryv1.ExtensionServiceStatus{statusOf(t, o, "plain")}}
 	})
 	first.closeAndEnd()
 

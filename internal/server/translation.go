@@ -151,7 +151,26 @@ func encodeStatuses(sts []model.Status) []*tributaryv1.ExtensionServiceStatus {
 			}},
 			ClusterName:     st.ClusterName,
 			ResponseTimeout: st.ResponseTimeout,
+			Availability:    encodeAvailability(st.Availability),
 		}
+	}
+	return out
+}
+
+// encodeAvailability converts the per-target availability, beside the
+// conditions: Contour's status has no such field, so nothing of it goes
+// into them.
+func encodeAvailability(as []model.TargetAvailability) []*tributaryv1.TargetAvailability {
+	if len(as) == 0 {
+		return nil
+	}
+	// One backing array for the list, as for resources.
+	entries := make([]tributaryv1.TargetAvailability, len(as))
+	out := make([]*tributaryv1.TargetAvailability, len(as))
+	for i, a := range as {
+		entries[i].Service, entries[i].Port = a.Service, a.Port
+		entries[i].ReadyEndpoints, entries[i].Weight, entries[i].Reason = a.ReadyEndpoints, a.Weight, a.Reason
+		out[i] = &entries[i]
 	}
 	return out
 }

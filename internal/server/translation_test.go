@@ -134,6 +134,7 @@ func smallResponse(t *testing.T) *tributaryv1.TranslateResponse {
 			}},
 			ClusterName:     name,
 			ResponseTimeout: "10s",
+			Availability:    []*tributaryv1.TargetAvailability{{Service: "svc", Port: 9000, ReadyEndpoints: 2, Weight: 1}},
 		}},
 	}
 }
