@@ -17,6 +17,9 @@ const (
 	// ReasonExternalNameNotValid: an ExternalName target's spec.externalName
 	// is not a name Envoy may resolve (an error).
 	ReasonExternalNameNotValid = "ExternalNameNotValid"
+	// ReasonDuplicateExternalName: two ExternalName targets name the same
+	// host and port (an error).
+	ReasonDuplicateExternalName = "DuplicateExternalName"
 	// ReasonMixedServiceTypes: spec.services names both ExternalName
 	// Services and Services with endpoints (an error): one Cluster is
 	// either STRICT_DNS or EDS, never both.
@@ -148,9 +151,11 @@ func targetsAreExternalNames(namespace string, targets []resolvedTarget, cond *C
 // (cond then holds it), and sets the availability on st: one ready
 // "endpoint" per target, the name Envoy resolves.
 //
-// Two Services may name the same host and port: unlike addresses in EDS,
-// they stay, one locality each, since Envoy hosts the two names apart
-// (and two different names may resolve to one address anyway).
+// Two Services that name the same host and port are an error: they would
+// be one host in two localities, which the checks every assignment
+// passes refuse (an address belongs to one locality), and weighing a
+// host against itself means nothing. A trailing dot does not make a name
+// another one.
 func buildDNSLocalities(namespace string, targets []resolvedTarget, st *Status) []DNSLocality {
 	cond := &st.Condition
 	total, ok := checkWeightTotal(targets, cond)
@@ -178,6 +183,23 @@ func buildDNSLocalities(namespace string, targets []resolvedTarget, st *Status) 
 			addDuplicateTargetWarning(cond, namespace, t)
 		}
 		u.target.weight += t.weight
+	}
+
+	type hostPort struct {
+		host string
+		port int32
+	}
+	named := make(map[hostPort]*source.Service, len(unique))
+	for _, u := range unique {
+		t := u.target
+		key := hostPort{host: strings.TrimSuffix(t.service.ExternalName, "."), port: t.port.Port}
+		if first, ok := named[key]; ok {
+			cond.AddError(SubConditionService, ReasonDuplicateExternalName, fmt.Sprintf(
+				"Services %s and %s both name host %s port %d; a host and port can be the target of one Service only",
+				source.Quote(namespace+"/"+first.Name), source.Quote(namespace+"/"+t.service.Name), source.Quote(key.host), key.port))
+			return nil
+		}
+		named[key] = t.service
 	}
 
 	dns := make([]DNSLocality, len(unique))

@@ -1,6 +1,7 @@
 package model
 
 import (
+	"fmt"
 	"math"
 	"strings"
 	"testing"
@@ -112,18 +113,18 @@ func TestBuildExternalNameTargets(t *testing.T) {
 			},
 		},
 		{
-			name: "two Services naming one host and port stay two localities",
+			name: "two Services naming one host on different ports",
 			objs: func(o *source.Objects) {
-				o.Services = append(o.Services, xtExternal("alias", "authz.example.com", source.ServicePort{Port: 443}))
+				o.Services = append(o.Services, xtExternal("alias", "authz.example.com", source.ServicePort{Port: 8443}))
 			},
-			targets: []source.ExtensionServiceTarget{{Name: "primary", Port: 443, Weight: 3}, {Name: "alias", Port: 443, Weight: 1}},
+			targets: []source.ExtensionServiceTarget{{Name: "primary", Port: 443, Weight: 3}, {Name: "alias", Port: 8443, Weight: 1}},
 			wantDNS: []DNSLocality{
 				{SubZone: "ext/primary/443", Weight: 3, Hostname: "authz.example.com", Port: 443},
-				{SubZone: "ext/alias/443", Weight: 1, Hostname: "authz.example.com", Port: 443},
+				{SubZone: "ext/alias/8443", Weight: 1, Hostname: "authz.example.com", Port: 8443},
 			},
 			wantAvailability: []TargetAvailability{
 				{Service: "primary", Port: 443, ReadyEndpoints: 1, Weight: 3},
-				{Service: "alias", Port: 443, ReadyEndpoints: 1, Weight: 1},
+				{Service: "alias", Port: 8443, ReadyEndpoints: 1, Weight: 1},
 			},
 		},
 		{
@@ -175,13 +176,18 @@ func checkDNSGuarantees(t *testing.T, dns []DNSLocality) {
 	if len(dns) == 0 {
 		t.Fatal("no DNS locality")
 	}
-	subZones := map[string]bool{}
+	subZones, hosts := map[string]bool{}, map[string]bool{}
 	weighted := false
 	for _, l := range dns {
 		if subZones[l.SubZone] {
 			t.Errorf("sub-zone %q appears twice", l.SubZone)
 		}
 		subZones[l.SubZone] = true
+		host := fmt.Sprintf("%s:%d", strings.TrimSuffix(l.Hostname, "."), l.Port)
+		if hosts[host] {
+			t.Errorf("host %s appears twice", host)
+		}
+		hosts[host] = true
 		weighted = weighted || l.Weight > 0
 		if err := checkExternalName(l.Hostname); err != nil {
 			t.Errorf("hostname %q: %v", l.Hostname, err)
@@ -251,6 +257,16 @@ func TestBuildExternalNameRefused(t *testing.T) {
 				xtSvcErr(ReasonExternalNameNotValid, `Service "ext/loopback": spec.externalName "127.0.0.2" is an address of the local host, which Envoy must not be sent to`),
 				xtSvcErr(ReasonExternalNameNotValid, `Service "ext/upper": spec.externalName "Authz.example.com" is not a DNS name: a label holds lower case letters, digits and '-' (not first or last)`),
 			},
+		},
+		{
+			name: "two Services naming one host and port, a trailing dot aside",
+			objs: func(o *source.Objects) {
+				o.Services = append(o.Services, xtExternal("alias", "authz.example.com.", source.ServicePort{Port: 443}))
+			},
+			settings: externalNames,
+			targets:  []source.ExtensionServiceTarget{{Name: "primary", Port: 443, Weight: 3}, {Name: "fallback", Port: 443}, {Name: "alias", Port: 443, Weight: 1}},
+			want: []SubCondition{xtSvcErr(ReasonDuplicateExternalName,
+				`Services "ext/primary" and "ext/alias" both name host "authz.example.com" port 443; a host and port can be the target of one Service only`)},
 		},
 		{
 			name:     "weights past Envoy's total",
