@@ -41,6 +41,14 @@ func clusterBody(r translate.Resource) ([]byte, error) {
 	if err := c.ValidateAll(); err != nil {
 		return nil, err
 	}
+	// A STRICT_DNS Cluster (ExternalName targets) carries its endpoints
+	// inline, and has no ClusterLoadAssignment to check: its assignment
+	// is held to the same checks here.
+	if la := c.GetLoadAssignment(); la != nil {
+		if err := envoy.CheckClusterLoadAssignment(la); err != nil {
+			return nil, fmt.Errorf("load_assignment: %w", err)
+		}
+	}
 	return proto.MarshalOptions{Deterministic: true}.Marshal(c)
 }
 
