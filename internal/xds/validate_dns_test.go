@@ -6,10 +6,9 @@ import (
 	"time"
 
 	clusterv3 "github.com/envoyproxy/go-control-plane/envoy/config/cluster/v3"
+	"github.com/google/go-cmp/cmp"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/testing/protocmp"
-
-	"github.com/google/go-cmp/cmp"
 
 	"github.com/tributary-dev/tributary/internal/envoy"
 	"github.com/tributary-dev/tributary/internal/model"
