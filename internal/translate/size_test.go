@@ -211,7 +211,7 @@ func amplifyOptions(r *rand.Rand, objs *source.Objects, settings *source.Setting
 		settings.ExternalNameTargets = true
 		for i := range objs.Services {
 			if svc := &objs.Services[i]; svc.ExternalName != "" {
-				svc.ExternalName = longestDNSName(r)
+				svc.ExternalName = longestDNSName(r, i)
 			}
 		}
 	}
@@ -289,13 +289,14 @@ func sniOf(n int) string {
 }
 
 // longestDNSName is a DNS name of up to 253 bytes, one time in two the
-// longest.
-func longestDNSName(r *rand.Rand) string {
+// longest, starting with the i-th letter, so that different i give
+// different names.
+func longestDNSName(r *rand.Rand, i int) string {
 	n := 253
 	if r.IntN(2) == 0 {
 		n = 1 + r.IntN(253)
 	}
-	return sniOf(n)
+	return string(rune('a'+i%26)) + sniOf(n)[1:]
 }
 
 // largestAnnotations is largestOptions as annotations write it.
@@ -620,7 +621,7 @@ func TestEstimateBoundsLargestOptions(t *testing.T) {
 		for i := range 3 {
 			base.Services = append(base.Services, source.Service{
 				Meta: source.Meta{Namespace: objectgen.Namespace, Name: fmt.Sprintf("dns-%d", i)}, Type: "ExternalName",
-				ExternalName: longestDNSName(r), Ports: []source.ServicePort{{Port: 65535, Protocol: "TCP"}},
+				ExternalName: longestDNSName(r, i), Ports: []source.ServicePort{{Port: 65535, Protocol: "TCP"}},
 			})
 		}
 		h2 := func(name string) source.ExtensionService {
