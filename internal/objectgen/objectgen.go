@@ -10,7 +10,9 @@
 // resolve, collide and break often, and their fields from short lists of
 // values, valid ones first, then the edge cases the Options allow: IPv6,
 // invalid and duplicate addresses, ports other than TCP, unnamed ports,
-// missing conditions, invalid specs, Secrets and delegations.
+// missing conditions, invalid specs, Secrets and delegations, the option
+// groups beyond Contour's CRD (spec.options, annotations, settings
+// defaults) and ExternalName targets.
 //
 // The same Choices always give the same objects. Tests import it; the
 // service does not.
