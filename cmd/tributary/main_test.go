@@ -214,7 +214,9 @@ func TestTranslateEmpty(t *testing.T) {
 
 // TestTranslateTypes: --type cluster and endpoint print the configDump of
 // --type all with only their section, --type status its statuses, each
-// under its singular and its plural; any other value is a usage error.
+// under its singular and its plural; --type availability the targets'
+// availability, which --type all leaves out; any other value is a usage
+// error.
 func TestTranslateTypes(t *testing.T) {
 	all := runCmd(t, "", "translate", "-f", example)
 	if all.code != 0 {
@@ -266,6 +268,28 @@ func TestTranslateTypes(t *testing.T) {
   ]
 }
 `
+	// The example's two Services, both ready and weighted: no reason.
+	const wantAvailability = `[
+  {
+    "namespace": "auth",
+    "name": "ext-authz",
+    "services": [
+      {
+        "service": "authz-stable",
+        "port": 9001,
+        "readyEndpoints": 3,
+        "weight": 80
+      },
+      {
+        "service": "authz-canary",
+        "port": 9001,
+        "readyEndpoints": 1,
+        "weight": 20
+      }
+    ]
+  }
+]
+`
 	if string(statuses) != wantStatuses {
 		t.Errorf("statuses of --type all (-want +got):\n%s", cmp.Diff(wantStatuses, string(statuses)))
 	}
@@ -278,6 +302,7 @@ func TestTranslateTypes(t *testing.T) {
 		{[]string{"cluster", "clusters"}, configDumpOf(parts.ConfigDump.Configs[0]), outputCluster},
 		{[]string{"endpoint", "endpoints"}, configDumpOf(parts.ConfigDump.Configs[1]), outputEndpoint},
 		{[]string{"status", "statuses"}, wantStatuses, outputStatus},
+		{[]string{"availability"}, wantAvailability, outputAvailability},
 	} {
 		for _, typ := range tc.types {
 			got := runCmd(t, "", "translate", "-f", example, "--type", typ)
@@ -294,7 +319,7 @@ func TestTranslateTypes(t *testing.T) {
 	}
 
 	bad := runCmd(t, "", "translate", "-f", example, "--type", "listeners")
-	const wantBad = "error: invalid --type \"listeners\": want all, cluster, endpoint or status\nRun 'tributary translate --help' for usage.\n"
+	const wantBad = "error: invalid --type \"listeners\": want all, cluster, endpoint, status or availability\nRun 'tributary translate --help' for usage.\n"
 	if bad.code != 2 || bad.stdout != "" || bad.stderr != wantBad {
 		t.Errorf("--type listeners: exit %d, stdout %q, stderr %q; want exit 2, stderr %q", bad.code, bad.stdout, bad.stderr, wantBad)
 	}

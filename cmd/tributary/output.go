@@ -30,6 +30,8 @@ const (
 	outputCluster  outputType = "cluster"
 	outputEndpoint outputType = "endpoint"
 	outputStatus   outputType = "status"
+	// outputAvailability: see output_availability.go.
+	outputAvailability outputType = "availability"
 )
 
 // outputTypes maps every spelling --type accepts to what it selects: the
@@ -42,10 +44,12 @@ var outputTypes = map[string]outputType{
 	"endpoints": outputEndpoint,
 	"status":    outputStatus,
 	"statuses":  outputStatus,
+	// "availability" has no plural.
+	"availability": outputAvailability,
 }
 
 // outputTypeChoices lists the --type values for help and errors.
-const outputTypeChoices = "all, cluster, endpoint or status"
+const outputTypeChoices = "all, cluster, endpoint, status or availability"
 
 // parseOutputType reads --type.
 func parseOutputType(s string) (outputType, error) {
@@ -140,6 +144,8 @@ func render(resp *tributaryv1.TranslateResponse, format string, what outputType)
 	switch what {
 	case outputStatus:
 		v = statusListOf(resp)
+	case outputAvailability:
+		v = availabilityOf(resp)
 	case outputCluster, outputEndpoint:
 		dump, err := configDump(resp, what)
 		if err != nil {

@@ -50,7 +50,11 @@ Kubernetes print theirs:
 --type selects what is printed: all (the default) prints one object with
 the ConfigDump under configDump and the List under statuses; cluster or
 endpoint prints a ConfigDump holding only that section; status prints the
-List alone. -o yaml prints the same document as YAML.
+List alone. availability prints, per ExtensionService, each target
+Service's ready endpoints and the weight its locality carries, with the
+reason (NoReadyEndpoints, ZeroWeight) when it carries no traffic: a field
+of Tributary's status that Contour's has not, so it is in no other output.
+-o yaml prints the same document as YAML.
 
 A directory is read as kubectl reads one: the .json, .yaml and .yml files
 directly in it, and those of its subdirectories only with -R. Objects of
@@ -70,6 +74,9 @@ invalid ExtensionService on standard error.`,
 
   # The statuses Contour would write
   tributary translate -f manifests/ -R --type status -o yaml
+
+  # Which Services of each ExtensionService carry no traffic, and why
+  tributary translate -f manifests/ -R --type availability -o yaml
 
   # Gate a CI pipeline: exit 1 and name every invalid ExtensionService
   tributary translate -f manifests/ --fail-on-invalid > /dev/null
@@ -92,7 +99,7 @@ invalid ExtensionService on standard error.`,
 	fs.StringVar(&f.outputType, "type", string(outputAll), "`TYPE` of output: "+outputTypeChoices+" (or their plurals)")
 	fs.BoolVar(&f.failOnInvalid, "fail-on-invalid", false, "after printing, exit 1 if any ExtensionService is invalid, naming each on stderr")
 	completeWords(cmd, "output", "json", "yaml")
-	completeWords(cmd, "type", string(outputAll), string(outputCluster), string(outputEndpoint), string(outputStatus))
+	completeWords(cmd, "type", string(outputAll), string(outputCluster), string(outputEndpoint), string(outputStatus), string(outputAvailability))
 	return cmd
 }
 
