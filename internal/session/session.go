@@ -420,8 +420,11 @@ func (s *Session) rebuildDirty(ctx context.Context) (translate.Changes, error) {
 			continue
 		}
 		r := translate.Rebuild{ExtensionService: e.object}
-		if e.change == changeTargets {
-			// Only what it targets changed: its Cluster stays as it is.
+		if e.change == changeTargets && e.claVersion != "" {
+			// Only what it targets changed: its Cluster stays as it is,
+			// unless it is STRICT_DNS (it alone has no
+			// ClusterLoadAssignment), whose targets' names it holds, and
+			// which a target turned into a Service with endpoints makes EDS.
 			r.KeepCluster = translate.Resource{Name: e.status.ClusterName, Version: e.clusterVersion}
 		}
 		s.rebuild = append(s.rebuild, e)
