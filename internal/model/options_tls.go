@@ -345,3 +345,30 @@ func checkTLSCipherSuites(opts *optionsInForce, suites []string, cond *Condition
 	}
 	return suites
 }
+
+// ClientCertificateSecrets lists every Secret es may present as its own
+// client certificate, from each place the tls group can come from
+// (spec.options, the annotation, settings.ExtensionDefaults), whichever is
+// in force: a caller tracking what es depends on (a Sync session) rebuilds
+// es when any of them changes, which costs a rebuild at worst and never
+// misses one. References that do not parse are left out: they name no
+// Secret.
+func ClientCertificateSecrets(es *source.ExtensionService, settings source.Settings) []source.NamespacedName {
+	var refs []string
+	if o := es.Spec.Options; o != nil && o.TLS != nil && o.TLS.ClientCertificate != nil {
+		refs = append(refs, *o.TLS.ClientCertificate)
+	}
+	if ref, ok := es.Annotations[annotationKey(tlsGroup, "clientCertificate")]; ok {
+		refs = append(refs, ref)
+	}
+	if d := settings.ExtensionDefaults; d != nil && d.TLS != nil && d.TLS.ClientCertificate != nil {
+		refs = append(refs, *d.TLS.ClientCertificate)
+	}
+	var names []source.NamespacedName
+	for _, ref := range refs {
+		if name, problem := clientCertificateRef(ref, es.Namespace); problem == "" {
+			names = append(names, name)
+		}
+	}
+	return names
+}

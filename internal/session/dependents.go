@@ -95,33 +95,37 @@ func (d dependents[K]) remove(key K, e *extension) {
 }
 
 // reads lists what the output of es depends on besides es itself and the
-// client certificate Secret, the way package model looks things up:
+// client certificate setting's Secret, the way package model looks things
+// up:
 //   - targets: the Services of spec.services, in es's namespace (also the
 //     key of their EndpointSlices' service-name label);
-//   - caSecret: the CA Secret of spec.validation, "name" or "namespace/name"
-//     with a missing namespace meaning es's own;
-//   - delegationNamespace: the CA Secret's namespace when it is not es's,
-//     whose TLSCertificateDelegations decide whether es may use it.
+//   - secrets: the CA Secret of spec.validation ("name" or
+//     "namespace/name", a missing namespace meaning es's own) and every
+//     client certificate es may name as its own (model.ClientCertificateSecrets);
+//   - delegationNamespaces: the namespaces of those Secrets that are not
+//     es's, whose TLSCertificateDelegations decide whether es may use them.
 //
 // Dependencies are read from the spec alone, even where validation would
 // stop before a lookup: rebuilding an ExtensionService whose output cannot
 // change costs a little time, missing one that can would be wrong.
 type reads struct {
-	targets             []source.NamespacedName
-	caSecret            *source.NamespacedName
-	delegationNamespace *string
+	targets              []source.NamespacedName
+	secrets              []source.NamespacedName
+	delegationNamespaces []string
 }
 
-func readsOf(es *source.ExtensionService) reads {
+func readsOf(es *source.ExtensionService, settings source.Settings) reads {
 	var r reads
 	for _, t := range es.Spec.Services {
 		r.targets = append(r.targets, source.NamespacedName{Namespace: es.Namespace, Name: t.Name})
 	}
 	if v := es.Spec.Validation; v != nil {
-		ca := model.CASecretName(v.CASecret, es.Namespace)
-		r.caSecret = &ca
-		if ca.Namespace != es.Namespace {
-			r.delegationNamespace = &ca.Namespace
+		r.secrets = append(r.secrets, model.CASecretName(v.CASecret, es.Namespace))
+	}
+	r.secrets = append(r.secrets, model.ClientCertificateSecrets(es, settings)...)
+	for _, s := range r.secrets {
+		if s.Namespace != es.Namespace {
+			r.delegationNamespaces = append(r.delegationNamespaces, s.Namespace)
 		}
 	}
 	return r

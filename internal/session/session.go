@@ -56,7 +56,7 @@ type Session struct {
 	extensions map[source.NamespacedName]*extension
 	// Reverse indexes: who reads what (see reads).
 	byTarget              dependents[source.NamespacedName]
-	byCASecret            dependents[source.NamespacedName]
+	bySecret              dependents[source.NamespacedName]
 	byDelegationNamespace dependents[string]
 
 	translator *translate.Incremental
@@ -117,7 +117,7 @@ func New(settings source.Settings) *Session {
 		estimator:             translate.NewEstimator(idx, settings),
 		extensions:            map[source.NamespacedName]*extension{},
 		byTarget:              dependents[source.NamespacedName]{},
-		byCASecret:            dependents[source.NamespacedName]{},
+		bySecret:              dependents[source.NamespacedName]{},
 		byDelegationNamespace: dependents[string]{},
 		dirty:                 map[*extension]change{},
 	}
@@ -289,28 +289,28 @@ func (s *Session) putExtensionService(es *source.ExtensionService) {
 // A spec change that retargets an ExtensionService is an unlink of the old
 // spec and a link of the new one.
 func (s *Session) link(e *extension) {
-	r := readsOf(e.object)
+	r := readsOf(e.object, s.settings)
 	for _, t := range r.targets {
 		s.byTarget.add(t, e)
 	}
-	if r.caSecret != nil {
-		s.byCASecret.add(*r.caSecret, e)
+	for _, secret := range r.secrets {
+		s.bySecret.add(secret, e)
 	}
-	if r.delegationNamespace != nil {
-		s.byDelegationNamespace.add(*r.delegationNamespace, e)
+	for _, ns := range r.delegationNamespaces {
+		s.byDelegationNamespace.add(ns, e)
 	}
 }
 
 func (s *Session) unlink(e *extension) {
-	r := readsOf(e.object)
+	r := readsOf(e.object, s.settings)
 	for _, t := range r.targets {
 		s.byTarget.remove(t, e)
 	}
-	if r.caSecret != nil {
-		s.byCASecret.remove(*r.caSecret, e)
+	for _, secret := range r.secrets {
+		s.bySecret.remove(secret, e)
 	}
-	if r.delegationNamespace != nil {
-		s.byDelegationNamespace.remove(*r.delegationNamespace, e)
+	for _, ns := range r.delegationNamespaces {
+		s.byDelegationNamespace.remove(ns, e)
 	}
 }
 
@@ -355,7 +355,7 @@ func (s *Session) markSecret(name source.NamespacedName) {
 		}
 		return
 	}
-	s.markSet(s.byCASecret[name], changeOther)
+	s.markSet(s.bySecret[name], changeOther)
 }
 
 func (s *Session) markDelegationNamespace(namespace string) {
