@@ -9,11 +9,6 @@ import (
 	"github.com/tributary-dev/tributary/internal/source"
 )
 
-// ReasonOptionIgnored is the reason of a warning: an option group the
-// ExtensionService sets itself does nothing under the rest of its spec,
-// and the Cluster is what it would be without the group.
-const ReasonOptionIgnored = "OptionIgnored"
-
 // cswrrGroup is the JSON name of the clientSideWeightedRoundRobin group.
 const cswrrGroup = "clientSideWeightedRoundRobin"
 
@@ -35,16 +30,17 @@ const (
 // default.
 //
 // The group's values are validated wherever the group comes from. A group
-// the ExtensionService sets itself under another strategy is a warning,
-// not an error: the strategy is what decides, Contour itself accepts any
-// strategy, and the group harms nothing by being ignored. A group from the
-// settings' defaults simply does not apply to such an ExtensionService.
+// the ExtensionService sets itself under another strategy is an error, as
+// every option that does not fit is: its author meant a strategy the spec
+// does not say, and would otherwise learn it only from traffic. A group
+// from the settings' defaults simply does not apply to such an
+// ExtensionService.
 func (b *Builder) clientSideWeightedRoundRobin(opts *optionsInForce, lb LoadBalancer, cond *Condition) *ClientSideWeightedRoundRobin {
 	tuning := validateCSWRR(opts, cond)
 	if lb != LoadBalancerClientSideWeightedRoundRobin {
 		if opts.ClientSideWeightedRoundRobin != nil && opts.origins[cswrrGroup] != originDefaults {
-			cond.AddWarning(SubConditionSpec, ReasonOptionIgnored, fmt.Sprintf(
-				"ignoring %s: it tunes spec.loadBalancerPolicy.strategy %q, which this ExtensionService does not use",
+			cond.AddError(SubConditionSpec, ReasonOptionNotValid, fmt.Sprintf(
+				"%s set, but spec.loadBalancerPolicy.strategy is not %q: there is nothing to tune",
 				cswrrGroupName(opts), strategyClientSideWeightedRoundRobin))
 		}
 		return nil

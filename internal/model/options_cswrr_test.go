@@ -32,13 +32,13 @@ func TestClientSideWeightedRoundRobin(t *testing.T) {
 		ErrorUtilizationPenalty: ptr(0.5),
 	}
 	tests := []struct {
-		name         string
-		lb           LoadBalancer
-		spec         *source.ExtensionOptions
-		annotations  map[string]string
-		defaults     *source.ExtensionOptions
-		want         *ClientSideWeightedRoundRobin
-		wantWarnings []SubCondition
+		name        string
+		lb          LoadBalancer
+		spec        *source.ExtensionOptions
+		annotations map[string]string
+		defaults    *source.ExtensionOptions
+		want        *ClientSideWeightedRoundRobin
+		wantErrors  []SubCondition
 	}{{
 		name: "the strategy without a group: every field at the policy's default",
 		lb:   LoadBalancerClientSideWeightedRoundRobin,
@@ -76,17 +76,17 @@ func TestClientSideWeightedRoundRobin(t *testing.T) {
 		}},
 		want: &ClientSideWeightedRoundRobin{BlackoutPeriod: ptr(2 * time.Second), ErrorUtilizationPenalty: ptr(0.0)},
 	}, {
-		name: "spec.options under another strategy: a warning, no tuning",
+		name: "spec.options under another strategy: an error, no tuning",
 		lb:   LoadBalancerLeastRequest,
 		spec: &source.ExtensionOptions{ClientSideWeightedRoundRobin: full},
-		wantWarnings: []SubCondition{warning(SubConditionSpec, ReasonOptionIgnored,
-			`ignoring spec.options.clientSideWeightedRoundRobin: it tunes spec.loadBalancerPolicy.strategy "ClientSideWeightedRoundRobin", which this ExtensionService does not use`)},
+		wantErrors: []SubCondition{xtErr(SubConditionSpec, ReasonOptionNotValid,
+			`spec.options.clientSideWeightedRoundRobin set, but spec.loadBalancerPolicy.strategy is not "ClientSideWeightedRoundRobin": there is nothing to tune`)},
 	}, {
-		name:        "annotations under another strategy: a warning naming them",
+		name:        "annotations under another strategy: an error naming them",
 		lb:          LoadBalancerRoundRobin,
 		annotations: map[string]string{"tributary.dev/client-side-weighted-round-robin-blackout-period": "1s"},
-		wantWarnings: []SubCondition{warning(SubConditionSpec, ReasonOptionIgnored,
-			`ignoring the "tributary.dev/client-side-weighted-round-robin-*" annotations: it tunes spec.loadBalancerPolicy.strategy "ClientSideWeightedRoundRobin", which this ExtensionService does not use`)},
+		wantErrors: []SubCondition{xtErr(SubConditionSpec, ReasonOptionNotValid,
+			`the "tributary.dev/client-side-weighted-round-robin-*" annotations set, but spec.loadBalancerPolicy.strategy is not "ClientSideWeightedRoundRobin": there is nothing to tune`)},
 	}, {
 		name:     "settings defaults under another strategy: silently not applied",
 		lb:       LoadBalancerRandom,
@@ -104,11 +104,11 @@ func TestClientSideWeightedRoundRobin(t *testing.T) {
 			if diff := cmp.Diff(tc.want, got); diff != "" {
 				t.Errorf("tuning (-want +got):\n%s", diff)
 			}
-			if len(cond.Errors) > 0 {
-				t.Errorf("errors: %v", cond.Errors)
+			if diff := cmp.Diff(tc.wantErrors, cond.Errors); diff != "" {
+				t.Errorf("errors (-want +got):\n%s", diff)
 			}
-			if diff := cmp.Diff(tc.wantWarnings, cond.Warnings); diff != "" {
-				t.Errorf("warnings (-want +got):\n%s", diff)
+			if len(cond.Warnings) > 0 {
+				t.Errorf("warnings: %v", cond.Warnings)
 			}
 		})
 	}
@@ -209,11 +209,10 @@ func TestClientSideWeightedRoundRobinChecksDefaults(t *testing.T) {
 		t.Errorf("tuning %+v under round robin", got)
 	}
 	wantErrors := []SubCondition{xtErr(SubConditionSpec, ReasonOptionNotValid,
-		`"tributary.dev/client-side-weighted-round-robin-blackout-period" "-5s" must not be negative`)}
+		`"tributary.dev/client-side-weighted-round-robin-blackout-period" "-5s" must not be negative`),
+		xtErr(SubConditionSpec, ReasonOptionNotValid,
+			`the "tributary.dev/client-side-weighted-round-robin-*" annotations set, but spec.loadBalancerPolicy.strategy is not "ClientSideWeightedRoundRobin": there is nothing to tune`)}
 	if diff := cmp.Diff(wantErrors, cond.Errors); diff != "" {
 		t.Errorf("errors (-want +got):\n%s", diff)
-	}
-	if len(cond.Warnings) != 1 || cond.Warnings[0].Reason != ReasonOptionIgnored {
-		t.Errorf("warnings: %v, want one %s", cond.Warnings, ReasonOptionIgnored)
 	}
 }

@@ -440,7 +440,8 @@ type ExtensionOptions struct {
 	ConnectionLimits *ConnectionLimits `protobuf:"bytes,6,opt,name=connection_limits,json=connectionLimits,proto3" json:"connection_limits,omitempty"`
 	// Slow start for new endpoints (round robin and least request only).
 	SlowStart *SlowStart `protobuf:"bytes,7,opt,name=slow_start,json=slowStart,proto3" json:"slow_start,omitempty"`
-	// Tuning of strategy ClientSideWeightedRoundRobin; ignored otherwise.
+	// Tuning of strategy ClientSideWeightedRoundRobin; an error with another
+	// strategy.
 	ClientSideWeightedRoundRobin *ClientSideWeightedRoundRobin `protobuf:"bytes,8,opt,name=client_side_weighted_round_robin,json=clientSideWeightedRoundRobin,proto3" json:"client_side_weighted_round_robin,omitempty"`
 	unknownFields                protoimpl.UnknownFields
 	sizeCache                    protoimpl.SizeCache

@@ -288,7 +288,8 @@ export declare type ExtensionOptions = Message<"tributary.v1.ExtensionOptions"> 
   slowStart?: SlowStart | undefined;
 
   /**
-   * Tuning of strategy ClientSideWeightedRoundRobin; ignored otherwise.
+   * Tuning of strategy ClientSideWeightedRoundRobin; an error with another
+   * strategy.
    *
    * @generated from field: tributary.v1.ClientSideWeightedRoundRobin client_side_weighted_round_robin = 8;
    */
