@@ -3,38 +3,76 @@ package session_test
 import (
 	"testing"
 
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/tributary-dev/tributary/internal/model"
 	"github.com/tributary-dev/tributary/internal/session"
 	"github.com/tributary-dev/tributary/internal/source"
 	"github.com/tributary-dev/tributary/internal/translate"
 )
 
+// An endpoint added to a Service changes the CLAs of its readers, and
+// their statuses: the availability counts one more ready endpoint.
 func TestApplyEndpointAdded(t *testing.T) {
 	h := loaded(t, source.Settings{}, source.Objects{})
-	h.check(session.Batch{Upserts: source.Objects{EndpointSlices: []source.EndpointSlice{
+	d, _, _ := h.apply(session.Batch{Upserts: source.Objects{EndpointSlices: []source.EndpointSlice{
 		endpointSlice("auth", "s1-a", "s1", "10.0.0.1", "10.0.0.3"),
+	}}})
+	want := []model.TargetAvailability{{Service: "s1", Port: 9000, ReadyEndpoints: 2, Weight: 1}}
+	var names []string
+	for _, st := range d.Statuses {
+		names = append(names, st.Namespace+"/"+st.Name)
+	}
+	if diff := cmp.Diff([]string{"auth/a", "auth/c"}, names); diff != "" {
+		t.Fatalf("statuses (-want +got):\n%s", diff)
+	}
+	for _, st := range d.Statuses {
+		if diff := cmp.Diff(want, st.Availability); diff != "" {
+			t.Errorf("availability of %s/%s (-want +got):\n%s", st.Namespace, st.Name, diff)
+		}
+	}
+	h.check(session.Batch{Upserts: source.Objects{EndpointSlices: []source.EndpointSlice{
+		endpointSlice("auth", "s1-a", "s1", "10.0.0.1", "10.0.0.3", "10.0.0.4"),
+	}}}, expected{clas: []string{"auth/a", "auth/c"}, statuses: []string{"auth/a", "auth/c"}}, nn("auth", "a"), nn("auth", "c"))
+}
+
+// An endpoint whose address moves, with as many ready, changes the CLAs
+// alone: the statuses, availability included, are what they were.
+func TestApplyEndpointMovedKeepsStatus(t *testing.T) {
+	h := loaded(t, source.Settings{}, source.Objects{})
+	h.check(session.Batch{Upserts: source.Objects{EndpointSlices: []source.EndpointSlice{
+		endpointSlice("auth", "s1-a", "s1", "10.0.0.9"),
 	}}}, expected{clas: []string{"auth/a", "auth/c"}}, nn("auth", "a"), nn("auth", "c"))
+	// A ready endpoint replaced by one not ready: the count falls to 0.
+	notReady := endpointSlice("auth", "s1-a", "s1", "10.0.0.9")
+	notReady.Endpoints[0].Ready = boolp(false)
+	h.check(session.Batch{Upserts: source.Objects{EndpointSlices: []source.EndpointSlice{notReady}}},
+		expected{clas: []string{"auth/a", "auth/c"}, statuses: []string{"auth/a", "auth/c"}}, nn("auth", "a"), nn("auth", "c"))
 }
 
 func TestApplyEndpointSliceAddedAndDeleted(t *testing.T) {
 	h := loaded(t, source.Settings{}, source.Objects{})
+	// Each changes the ready endpoints of s2: the statuses change too.
 	h.check(session.Batch{Upserts: source.Objects{EndpointSlices: []source.EndpointSlice{
 		endpointSlice("auth", "s2-b", "s2", "10.0.0.9"),
-	}}}, expected{clas: []string{"auth/b", "auth/d"}}, nn("auth", "b"), nn("auth", "d"))
+	}}}, expected{clas: []string{"auth/b", "auth/d"}, statuses: []string{"auth/b", "auth/d"}}, nn("auth", "b"), nn("auth", "d"))
 	h.check(session.Batch{Deletes: []session.Ref{{Kind: source.KindEndpointSlice, Name: nn("auth", "s2-b")}}},
-		expected{clas: []string{"auth/b", "auth/d"}}, nn("auth", "b"), nn("auth", "d"))
+		expected{clas: []string{"auth/b", "auth/d"}, statuses: []string{"auth/b", "auth/d"}}, nn("auth", "b"), nn("auth", "d"))
 }
 
 // A slice relabelled from s1 to s2 leaves the readers of s1 and joins the
-// readers of s2: all of them change.
+// readers of s2: all of them change, statuses too (s1 has no ready
+// endpoint left, s2 one more).
 func TestApplyEndpointSliceRelabelled(t *testing.T) {
 	h := loaded(t, source.Settings{}, source.Objects{})
+	all := []string{"auth/a", "auth/b", "auth/c", "auth/d"}
 	h.check(session.Batch{Upserts: source.Objects{EndpointSlices: []source.EndpointSlice{
 		endpointSlice("auth", "s1-a", "s2", "10.0.0.1"),
-	}}}, expected{clas: []string{"auth/a", "auth/b", "auth/c", "auth/d"}}, allFour...)
+	}}}, expected{clas: all, statuses: all}, allFour...)
 	// Unlabelled, it belongs to no Service any more.
 	h.check(session.Batch{Upserts: source.Objects{EndpointSlices: []source.EndpointSlice{
 		endpointSlice("auth", "s1-a", "", "10.0.0.1"),
-	}}}, expected{clas: []string{"auth/b", "auth/d"}}, nn("auth", "b"), nn("auth", "d"))
+	}}}, expected{clas: []string{"auth/b", "auth/d"}, statuses: []string{"auth/b", "auth/d"}}, nn("auth", "b"), nn("auth", "d"))
 	// An unlabelled slice concerns nobody.
 	h.check(session.Batch{Upserts: source.Objects{EndpointSlices: []source.EndpointSlice{
 		endpointSlice("auth", "s1-a", "", "10.0.0.1", "10.0.0.4"),
@@ -43,12 +81,13 @@ func TestApplyEndpointSliceRelabelled(t *testing.T) {
 }
 
 // An ExtensionService whose spec moves from s1 to s2 stops depending on s1
-// and starts depending on s2.
+// and starts depending on s2. Its status changes: its availability names
+// s2. Endpoints that move afterwards change CLAs alone.
 func TestApplyExtensionServiceRetargeted(t *testing.T) {
 	h := loaded(t, source.Settings{}, source.Objects{})
 	h.check(session.Batch{Upserts: source.Objects{ExtensionServices: []source.ExtensionService{
 		extensionService("auth", "a", "s2"),
-	}}}, expected{clas: []string{"auth/a"}}, nn("auth", "a"))
+	}}}, expected{clas: []string{"auth/a"}, statuses: []string{"auth/a"}}, nn("auth", "a"))
 	h.check(session.Batch{Upserts: source.Objects{EndpointSlices: []source.EndpointSlice{
 		endpointSlice("auth", "s1-a", "s1", "10.0.0.5"),
 	}}}, expected{clas: []string{"auth/c"}}, nn("auth", "c"))
@@ -154,7 +193,7 @@ func TestApplyCopiesTopLevelObjects(t *testing.T) {
 	h := loaded(t, source.Settings{}, source.Objects{})
 	batchSlices := []source.EndpointSlice{endpointSlice("auth", "s1-a", "s1", "10.0.0.1", "10.0.0.3")}
 	h.check(session.Batch{Upserts: source.Objects{EndpointSlices: batchSlices}},
-		expected{clas: []string{"auth/a", "auth/c"}}, nn("auth", "a"), nn("auth", "c"))
+		expected{clas: []string{"auth/a", "auth/c"}, statuses: []string{"auth/a", "auth/c"}}, nn("auth", "a"), nn("auth", "c"))
 	batchSlices[0] = endpointSlice("auth", "s2-a", "s2", "10.9.9.9")
 	h.checkState(translate.Translate(h.objects.objects(), h.settings))
 }
