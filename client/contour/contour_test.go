@@ -83,6 +83,8 @@ func TestSettings(t *testing.T) {
 					MinimumProtocolVersion: "1.2", MaximumProtocolVersion: "1.3",
 					CipherSuites: []string{"ECDHE-ECDSA-AES128-GCM-SHA256"},
 				},
+				ExtensionDefaults:         &tributaryv1.ExtensionOptions{HealthCheck: &tributaryv1.HealthCheck{Interval: new("7s")}},
+				EnableExternalNameTargets: true,
 			},
 			&tributaryv1.Settings{
 				XdsClusterName: "contour/xds",
@@ -95,6 +97,8 @@ func TestSettings(t *testing.T) {
 					MinimumProtocolVersion: "1.2", MaximumProtocolVersion: "1.3",
 					CipherSuites: []string{"ECDHE-ECDSA-AES128-GCM-SHA256"},
 				},
+				ExtensionDefaults:         &tributaryv1.ExtensionOptions{HealthCheck: &tributaryv1.HealthCheck{Interval: new("7s")}},
+				EnableExternalNameTargets: true,
 			},
 		},
 	}

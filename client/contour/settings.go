@@ -4,6 +4,7 @@ import (
 	"slices"
 
 	contour_v1alpha1 "github.com/projectcontour/contour/apis/projectcontour/v1alpha1"
+	"google.golang.org/protobuf/proto"
 
 	tributaryv1 "github.com/tributary-dev/tributary/gen/go/tributary/v1"
 )
@@ -26,6 +27,15 @@ type Config struct {
 	ClientCertificate string `json:"clientCertificate,omitempty"`
 	// UpstreamTLS holds TLS parameters for h2 extensions.
 	UpstreamTLS *contour_v1alpha1.EnvoyTLS `json:"upstreamTLS,omitempty"`
+	// ExtensionDefaults are the option groups of ExtensionServices that set
+	// a group neither in spec.options nor in "tributary.dev/" annotations.
+	// Contour's configuration has no such field, so it is set in code; a
+	// settings file spells it with the API's JSON names (tributary
+	// translate --settings reads it).
+	ExtensionDefaults *tributaryv1.ExtensionOptions `json:"-"`
+	// EnableExternalNameTargets allows ExternalName Services as targets
+	// (off by default, as in Contour).
+	EnableExternalNameTargets bool `json:"enableExternalNameTargets,omitempty"`
 }
 
 // Settings converts a Config; nil gives nil, which the service reads as
@@ -39,6 +49,10 @@ func Settings(c *Config) *tributaryv1.Settings {
 		ConnectTimeout:        c.ConnectTimeout,
 		GlobalCircuitBreakers: circuitBreakers(c.GlobalCircuitBreakers),
 		ClientCertificate:     c.ClientCertificate,
+		// Cloned, so that changing the Config later leaves the message as
+		// it is, as with every other field.
+		ExtensionDefaults:         proto.CloneOf(c.ExtensionDefaults),
+		EnableExternalNameTargets: c.EnableExternalNameTargets,
 	}
 	if t := c.UpstreamTLS; t != nil {
 		out.UpstreamTls = &tributaryv1.UpstreamTLS{

@@ -22,8 +22,7 @@ type settingsFile struct {
 	// ExtensionDefaults are read through source.ExtensionOptions, whose
 	// JSON names are the API's: the same names as an ExtensionService's
 	// spec.options.
-	ExtensionDefaults         *source.ExtensionOptions `json:"extensionDefaults,omitempty"`
-	EnableExternalNameTargets bool                     `json:"enableExternalNameTargets,omitempty"`
+	ExtensionDefaults *source.ExtensionOptions `json:"extensionDefaults,omitempty"`
 }
 
 func readSettings(path string) (*settingsFile, error) {
@@ -44,13 +43,12 @@ func requestSettings(s *settingsFile) *tributaryv1.Settings {
 	if s == nil {
 		return nil
 	}
-	out := contour.Settings(&s.Config)
-	out.EnableExternalNameTargets = s.EnableExternalNameTargets
+	c := s.Config
 	if s.ExtensionDefaults != nil {
-		out.ExtensionDefaults = &tributaryv1.ExtensionOptions{}
-		copyByJSONName(reflect.ValueOf(s.ExtensionDefaults).Elem(), out.ExtensionDefaults.ProtoReflect())
+		c.ExtensionDefaults = &tributaryv1.ExtensionOptions{}
+		copyByJSONName(reflect.ValueOf(s.ExtensionDefaults).Elem(), c.ExtensionDefaults.ProtoReflect())
 	}
-	return out
+	return contour.Settings(&c)
 }
 
 // copyByJSONName copies the set fields of src, a struct of package source

@@ -82,7 +82,7 @@ func TestReadSettingsStrict(t *testing.T) {
 		"option":  {"extensionDefaults:\n  healthCheck:\n    intervl: 5s\n", `unknown field "extensionDefaults.healthCheck.intervl"`},
 		"group":   {"extensionDefaults:\n  healthChecks: {}\n", `unknown field "extensionDefaults.healthChecks"`},
 		"setting": {"enableExternalNameTarget: true\n", `unknown field "enableExternalNameTarget"`},
-		"type":    {"enableExternalNameTargets: yes please\n", `cannot unmarshal string into Go struct field settingsFile.enableExternalNameTargets of type bool`},
+		"type":    {"enableExternalNameTargets: yes please\n", `cannot unmarshal string into Go struct field settingsFile.Config.enableExternalNameTargets of type bool`},
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
