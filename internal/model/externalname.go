@@ -116,7 +116,19 @@ func (b *Builder) resolveExternalName(name source.NamespacedName, svc *source.Se
 // them). When they mix, it records a MixedServiceTypes error naming the
 // Services of each kind and ok is false.
 func targetsAreExternalNames(namespace string, targets []resolvedTarget, cond *Condition) (external, ok bool) {
-	var named, withEndpoints []string
+	// The usual case, no ExternalName at all (or only ExternalNames),
+	// costs one pass and no allocation; the names are gathered only for
+	// the message of a mix.
+	named := 0
+	for _, t := range targets {
+		if isExternalName(t.service) {
+			named++
+		}
+	}
+	if named == 0 || named == len(targets) {
+		return named > 0, true
+	}
+	var externalNames, withEndpoints []string
 	seen := make(map[*source.Service]bool, len(targets))
 	for _, t := range targets {
 		if seen[t.service] {
@@ -125,19 +137,16 @@ func targetsAreExternalNames(namespace string, targets []resolvedTarget, cond *C
 		seen[t.service] = true
 		q := source.Quote(namespace + "/" + t.service.Name)
 		if isExternalName(t.service) {
-			named = append(named, q)
+			externalNames = append(externalNames, q)
 		} else {
 			withEndpoints = append(withEndpoints, q)
 		}
 	}
-	if len(named) > 0 && len(withEndpoints) > 0 {
-		cond.AddError(SubConditionService, ReasonMixedServiceTypes, fmt.Sprintf(
-			"spec.services mixes ExternalName Services (%s) with Services that have endpoints (%s); "+
-				"an ExtensionService's targets must all be one or the other",
-			strings.Join(named, ", "), strings.Join(withEndpoints, ", ")))
-		return false, false
-	}
-	return len(named) > 0, true
+	cond.AddError(SubConditionService, ReasonMixedServiceTypes, fmt.Sprintf(
+		"spec.services mixes ExternalName Services (%s) with Services that have endpoints (%s); "+
+			"an ExtensionService's targets must all be one or the other",
+		strings.Join(externalNames, ", "), strings.Join(withEndpoints, ", ")))
+	return false, false
 }
 
 // buildDNSLocalities turns resolved ExternalName targets into the

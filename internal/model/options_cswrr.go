@@ -36,6 +36,9 @@ const (
 // from the settings' defaults simply does not apply to such an
 // ExtensionService.
 func (b *Builder) clientSideWeightedRoundRobin(opts *optionsInForce, lb LoadBalancer, cond *Condition) *ClientSideWeightedRoundRobin {
+	if lb != LoadBalancerClientSideWeightedRoundRobin && opts.ClientSideWeightedRoundRobin == nil {
+		return nil // the usual case, at no cost
+	}
 	tuning := validateCSWRR(opts, cond)
 	if lb != LoadBalancerClientSideWeightedRoundRobin {
 		if opts.ClientSideWeightedRoundRobin != nil && opts.origins[cswrrGroup] != originDefaults {
