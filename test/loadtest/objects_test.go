@@ -208,5 +208,18 @@ func statusMessage(st model.Status) *tributaryv1.ExtensionServiceStatus {
 		}},
 		ClusterName:     st.ClusterName,
 		ResponseTimeout: st.ResponseTimeout,
+		Availability:    availabilityMessages(st.Availability),
 	}
+}
+
+// availabilityMessages is the API form of a status's per-target
+// availability, beside the conditions.
+func availabilityMessages(as []model.TargetAvailability) []*tributaryv1.TargetAvailability {
+	var out []*tributaryv1.TargetAvailability
+	for _, a := range as {
+		out = append(out, &tributaryv1.TargetAvailability{
+			Service: a.Service, Port: a.Port, ReadyEndpoints: a.ReadyEndpoints, Weight: a.Weight, Reason: a.Reason,
+		})
+	}
+	return out
 }
