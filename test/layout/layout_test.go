@@ -33,7 +33,7 @@ var mayImport = map[string][]string{
 	},
 	"cmd/tributary": {
 		"client/contour", "gen/go/tributary/v1", "internal/manifest", "internal/metrics",
-		"internal/server", "internal/tlsfiles", "internal/xds",
+		"internal/server", "internal/source", "internal/tlsfiles", "internal/xds",
 	},
 }
 
