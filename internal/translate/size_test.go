@@ -672,6 +672,7 @@ func TestEstimateBoundsLargestOptions(t *testing.T) {
 				es := h2("dns")
 				es.Spec.Services = []source.ExtensionServiceTarget{{Name: "dns-0", Port: 65535, Weight: 1}, {Name: "dns-1", Port: 65535}, {Name: "dns-2", Port: 65535, Weight: 4294967294}}
 				es.Spec.Options = largestOptions(r)
+				es.Spec.Options.ClientSideWeightedRoundRobin = nil // tuning a strategy it does not use is an error
 				return es
 			},
 		}} {
