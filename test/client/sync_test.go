@@ -52,9 +52,10 @@ func TestSyncFollowsChanges(t *testing.T) {
 		Statuses:               []string{"ns/authz:True", "ns/broken:False"},
 	}})
 
+	// One more ready endpoint changes the status's availability too.
 	d.upsert(s, slice("v2-a", "v2", "10.0.1.1", "10.0.1.2"))
 	flush(t, s)
-	check("endpoints scale up", []updateShape{{ClusterLoadAssignments: []string{"extension/ns/authz"}}})
+	check("endpoints scale up", []updateShape{{ClusterLoadAssignments: []string{"extension/ns/authz"}, Statuses: []string{"ns/authz:True"}}})
 
 	// An equal object changes nothing, so nothing is sent or delivered.
 	d.upsert(s, slice("v2-a", "v2", "10.0.1.1", "10.0.1.2"), service("v1"))
@@ -69,12 +70,15 @@ func TestSyncFollowsChanges(t *testing.T) {
 		Statuses:               []string{"ns/broken:True"},
 	}})
 
+	// broken's target loses its ready endpoints: its status's availability
+	// says so.
 	d.delete(s, extension("authz"), slice("v1-a", "v1"))
 	flush(t, s)
 	check("delete", []updateShape{{
 		ClusterLoadAssignments:        []string{"extension/ns/broken"},
 		RemovedClusters:               []string{"extension/ns/authz"},
 		RemovedClusterLoadAssignments: []string{"extension/ns/authz"},
+		Statuses:                      []string{"ns/broken:True"},
 		RemovedStatuses:               []string{"ns/authz"},
 	}})
 }
@@ -202,6 +206,7 @@ func TestSyncReconnect(t *testing.T) {
 		ClusterLoadAssignments:        []string{"extension/ns/authz"},
 		RemovedClusters:               []string{"extension/ns/other"},
 		RemovedClusterLoadAssignments: []string{"extension/ns/other"},
+		Statuses:                      []string{"ns/authz:True"}, // v2's ready endpoints
 		RemovedStatuses:               []string{"ns/other"},
 	}}, got)
 	v := s.View()
@@ -212,6 +217,6 @@ func TestSyncReconnect(t *testing.T) {
 	// The session keeps working on the new server.
 	d.upsert(s, extension("authz", target("v1", 50), target("v2", 50)))
 	flush(t, s)
-	diffShapes(t, "weights changed", []updateShape{{Clusters: nil, ClusterLoadAssignments: []string{"extension/ns/authz"}}}, rec.take())
+	diffShapes(t, "weights changed", []updateShape{{Clusters: nil, ClusterLoadAssignments: []string{"extension/ns/authz"}, Statuses: []string{"ns/authz:True"}}}, rec.take())
 	diffViews(t, "view", translated(t, c, nil, d.objects()), s.View())
 }
