@@ -70,7 +70,9 @@ func TestAdapterFlushesByItself(t *testing.T) {
 	}
 
 	a.OnUpdate(slice, endpointSlice("authz-stable-7x2kq", "authz-stable", pod{ip: "10.244.1.17", ready: true}, pod{ip: "10.244.1.18", ready: true}))
-	if d := cmp.Diff([]string{"endpoints changed=[extension/auth/ext-authz] removed=[]"}, sink.awaitCalls(t, 1)); d != "" {
+	// One more ready endpoint: the ClusterLoadAssignment, and the status's
+	// availability.
+	if d := cmp.Diff([]string{"endpoints changed=[extension/auth/ext-authz] removed=[]", "status auth/ext-authz True"}, sink.awaitCalls(t, 2)); d != "" {
 		t.Errorf("after an EndpointSlice update (-want +got):\n%s", d)
 	}
 	if got := len(sink.state().clas[clusterName].GetEndpoints()[0].GetLbEndpoints()); got != 2 {

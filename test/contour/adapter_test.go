@@ -132,7 +132,7 @@ func TestAdapterInformerScenario(t *testing.T) {
 		"status auth/ext-authz True",
 	}, one(wantCluster(t, ca1),
 		wantCLA(locality{"authz-stable", 80, []string{"10.244.1.17", "10.244.2.9"}}, locality{"authz-canary", 20, []string{"10.244.2.30"}}),
-		validStatus(1)))
+		validStatus(1, locality{"authz-stable", 80, []string{"10.244.1.17", "10.244.2.9"}}, locality{"authz-canary", 20, []string{"10.244.2.30"}})))
 
 	// The canary scales up: the new pod is listed before it is ready,
 	// which changes no output, so nothing is delivered...
@@ -140,14 +140,15 @@ func TestAdapterInformerScenario(t *testing.T) {
 	update(canary, canaryStarting)
 	step("canary pod starting", nil, one(wantCluster(t, ca1),
 		wantCLA(locality{"authz-stable", 80, []string{"10.244.1.17", "10.244.2.9"}}, locality{"authz-canary", 20, []string{"10.244.2.30"}}),
-		validStatus(1)))
-	// ...until it is ready. A resync that changes nothing sends nothing.
+		validStatus(1, locality{"authz-stable", 80, []string{"10.244.1.17", "10.244.2.9"}}, locality{"authz-canary", 20, []string{"10.244.2.30"}})))
+	// ...until it is ready, which changes the status's availability too. A
+	// resync that changes nothing sends nothing.
 	canaryReady := endpointSlice("authz-canary-p4n8d", "authz-canary", pod{ip: "10.244.2.30", ready: true}, pod{ip: "10.244.1.31", ready: true})
 	update(canaryStarting, canaryReady)
 	update(canaryReady, canaryReady)
-	step("canary pod ready", []string{"endpoints changed=[extension/auth/ext-authz] removed=[]"}, one(wantCluster(t, ca1),
+	step("canary pod ready", []string{"endpoints changed=[extension/auth/ext-authz] removed=[]", "status auth/ext-authz True"}, one(wantCluster(t, ca1),
 		wantCLA(locality{"authz-stable", 80, []string{"10.244.1.17", "10.244.2.9"}}, locality{"authz-canary", 20, []string{"10.244.1.31", "10.244.2.30"}}),
-		validStatus(1)))
+		validStatus(1, locality{"authz-stable", 80, []string{"10.244.1.17", "10.244.2.9"}}, locality{"authz-canary", 20, []string{"10.244.1.31", "10.244.2.30"}})))
 
 	// The stable Deployment rolls: new pods in a new slice, old ones
 	// terminating, then the old slice goes (its deletion seen only as a
@@ -157,13 +158,13 @@ func TestAdapterInformerScenario(t *testing.T) {
 	stableV1Terminating := endpointSlice("authz-stable-7x2kq", "authz-stable",
 		pod{ip: "10.244.1.17", terminating: true}, pod{ip: "10.244.2.9", ready: true}, pod{ip: "10.244.3.22"})
 	update(stableV1, stableV1Terminating)
-	step("stable rollout", []string{"endpoints changed=[extension/auth/ext-authz] removed=[]"}, one(wantCluster(t, ca1),
+	step("stable rollout", []string{"endpoints changed=[extension/auth/ext-authz] removed=[]", "status auth/ext-authz True"}, one(wantCluster(t, ca1),
 		wantCLA(locality{"authz-stable", 80, []string{"10.244.1.40", "10.244.2.9", "10.244.3.41"}}, locality{"authz-canary", 20, []string{"10.244.1.31", "10.244.2.30"}}),
-		validStatus(1)))
+		validStatus(1, locality{"authz-stable", 80, []string{"10.244.1.40", "10.244.2.9", "10.244.3.41"}}, locality{"authz-canary", 20, []string{"10.244.1.31", "10.244.2.30"}})))
 	remove(deletedFinalStateUnknown{Key: "auth/authz-stable-7x2kq", Obj: stableV1Terminating})
-	step("old slice deleted", []string{"endpoints changed=[extension/auth/ext-authz] removed=[]"}, one(wantCluster(t, ca1),
+	step("old slice deleted", []string{"endpoints changed=[extension/auth/ext-authz] removed=[]", "status auth/ext-authz True"}, one(wantCluster(t, ca1),
 		wantCLA(locality{"authz-stable", 80, []string{"10.244.1.40", "10.244.3.41"}}, locality{"authz-canary", 20, []string{"10.244.1.31", "10.244.2.30"}}),
-		validStatus(1)))
+		validStatus(1, locality{"authz-stable", 80, []string{"10.244.1.40", "10.244.3.41"}}, locality{"authz-canary", 20, []string{"10.244.1.31", "10.244.2.30"}})))
 
 	// The canary Service is deleted: the extension is invalid, so its
 	// Cluster and ClusterLoadAssignment go, and its status says why.
@@ -193,7 +194,7 @@ func TestAdapterInformerScenario(t *testing.T) {
 		"status auth/ext-authz True",
 	}, one(wantCluster(t, ca1),
 		wantCLA(locality{"authz-stable", 80, []string{"10.244.1.40", "10.244.3.41"}}, locality{"authz-canary", 20, []string{"10.244.1.31", "10.244.2.30"}}),
-		validStatus(1)))
+		validStatus(1, locality{"authz-stable", 80, []string{"10.244.1.40", "10.244.3.41"}}, locality{"authz-canary", 20, []string{"10.244.1.31", "10.244.2.30"}})))
 
 	// Reweighting changes the ClusterLoadAssignment and the observed
 	// generation, not the Cluster.
@@ -203,7 +204,7 @@ func TestAdapterInformerScenario(t *testing.T) {
 		"status auth/ext-authz True",
 	}, one(wantCluster(t, ca1),
 		wantCLA(locality{"authz-stable", 50, []string{"10.244.1.40", "10.244.3.41"}}, locality{"authz-canary", 50, []string{"10.244.1.31", "10.244.2.30"}}),
-		validStatus(2)))
+		validStatus(2, locality{"authz-stable", 50, []string{"10.244.1.40", "10.244.3.41"}}, locality{"authz-canary", 50, []string{"10.244.1.31", "10.244.2.30"}})))
 
 	// CA rotation: first both CAs are trusted, then only the new one. Only
 	// the Cluster changes.
@@ -211,11 +212,11 @@ func TestAdapterInformerScenario(t *testing.T) {
 	update(caSecret(ca1), caSecret(bundle))
 	step("CA bundle", []string{"clusters changed=[extension/auth/ext-authz] removed=[]"}, one(wantCluster(t, bundle),
 		wantCLA(locality{"authz-stable", 50, []string{"10.244.1.40", "10.244.3.41"}}, locality{"authz-canary", 50, []string{"10.244.1.31", "10.244.2.30"}}),
-		validStatus(2)))
+		validStatus(2, locality{"authz-stable", 50, []string{"10.244.1.40", "10.244.3.41"}}, locality{"authz-canary", 50, []string{"10.244.1.31", "10.244.2.30"}})))
 	update(caSecret(bundle), caSecret(ca2))
 	step("CA rotated", []string{"clusters changed=[extension/auth/ext-authz] removed=[]"}, one(wantCluster(t, ca2),
 		wantCLA(locality{"authz-stable", 50, []string{"10.244.1.40", "10.244.3.41"}}, locality{"authz-canary", 50, []string{"10.244.1.31", "10.244.2.30"}}),
-		validStatus(2)))
+		validStatus(2, locality{"authz-stable", 50, []string{"10.244.1.40", "10.244.3.41"}}, locality{"authz-canary", 50, []string{"10.244.1.31", "10.244.2.30"}})))
 
 	// The ExtensionService is deleted; everything it produced goes.
 	remove(deletedFinalStateUnknown{Key: "auth/ext-authz", Obj: extAuthz(2, 50, 50)})

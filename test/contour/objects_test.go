@@ -186,8 +186,11 @@ func wantCLA(localities ...locality) *endpointv3.ClusterLoadAssignment {
 	return cla
 }
 
-func validStatus(generation int64) *tributaryv1.ExtensionServiceStatus {
-	return &tributaryv1.ExtensionServiceStatus{
+// validStatus is the status of a valid ext-authz whose targets carry the
+// localities' ready endpoints and weights: its availability, beside the
+// conditions.
+func validStatus(generation int64, localities ...locality) *tributaryv1.ExtensionServiceStatus {
+	st := &tributaryv1.ExtensionServiceStatus{
 		Namespace: "auth", Name: "ext-authz",
 		Conditions: []*tributaryv1.DetailedCondition{{
 			Type: "Valid", Status: "True", ObservedGeneration: generation, Reason: "Valid", Message: "Valid ExtensionService",
@@ -195,6 +198,12 @@ func validStatus(generation int64) *tributaryv1.ExtensionServiceStatus {
 		ClusterName:     clusterName,
 		ResponseTimeout: "500ms",
 	}
+	for _, l := range localities {
+		st.Availability = append(st.Availability, &tributaryv1.TargetAvailability{
+			Service: l.service, Port: 9001, ReadyEndpoints: uint32(len(l.ips)), Weight: l.weight,
+		})
+	}
+	return st
 }
 
 // state is what the caches hold after a step.

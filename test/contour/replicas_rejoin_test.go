@@ -202,7 +202,7 @@ func TestReplicatedAdapterRejoinsUpToDate(t *testing.T) {
 	lagging.stop()
 	a.OnUpdate(canary, endpointSlice("authz-canary-p4n8d", "authz-canary", pod{ip: "10.244.2.30", ready: true}, pod{ip: "10.244.1.31", ready: true}))
 	flush("canary scaled up")
-	if d := cmp.Diff([]string{"endpoints changed=[extension/auth/ext-authz] removed=[]"}, sink.takeCalls()); d != "" {
+	if d := cmp.Diff([]string{"endpoints changed=[extension/auth/ext-authz] removed=[]", "status auth/ext-authz True"}, sink.takeCalls()); d != "" {
 		t.Errorf("canary scaled up: calls (-want +got):\n%s", d)
 	}
 

@@ -156,14 +156,14 @@ func TestReplicatedAdapterFailover(t *testing.T) {
 		"status auth/ext-authz True",
 	}, one(wantCluster(t, ca1),
 		wantCLA(locality{"authz-stable", 80, []string{"10.244.1.17", "10.244.2.9"}}, locality{"authz-canary", 20, []string{"10.244.2.30"}}),
-		validStatus(1)), first, second)
+		validStatus(1, locality{"authz-stable", 80, []string{"10.244.1.17", "10.244.2.9"}}, locality{"authz-canary", 20, []string{"10.244.2.30"}})), first, second)
 
 	canaryV2 := endpointSlice("authz-canary-p4n8d", "authz-canary", pod{ip: "10.244.2.30", ready: true}, pod{ip: "10.244.1.31", ready: true})
 	a.OnUpdate(canary, canaryV2)
-	step("canary scaled up", []string{"endpoints changed=[extension/auth/ext-authz] removed=[]"},
+	step("canary scaled up", []string{"endpoints changed=[extension/auth/ext-authz] removed=[]", "status auth/ext-authz True"},
 		one(wantCluster(t, ca1),
 			wantCLA(locality{"authz-stable", 80, []string{"10.244.1.17", "10.244.2.9"}}, locality{"authz-canary", 20, []string{"10.244.1.31", "10.244.2.30"}}),
-			validStatus(1)), first, second)
+			validStatus(1, locality{"authz-stable", 80, []string{"10.244.1.17", "10.244.2.9"}}, locality{"authz-canary", 20, []string{"10.244.1.31", "10.244.2.30"}})), first, second)
 
 	// The replica the caches follow dies; DNS still lists it for a while.
 	// The next change reaches the caches through the survivor, once.
@@ -180,7 +180,7 @@ func TestReplicatedAdapterFailover(t *testing.T) {
 	a.OnDelete(deletedFinalStateUnknown{Key: "auth/authz-stable-7x2kq", Obj: stableV1})
 	afterRollout := one(wantCluster(t, ca1),
 		wantCLA(locality{"authz-stable", 80, []string{"10.244.1.40", "10.244.3.41"}}, locality{"authz-canary", 20, []string{"10.244.1.31", "10.244.2.30"}}),
-		validStatus(1))
+		validStatus(1, locality{"authz-stable", 80, []string{"10.244.1.40", "10.244.3.41"}}, locality{"authz-canary", 20, []string{"10.244.1.31", "10.244.2.30"}}))
 	step("stable rollout with the primary dead", []string{"endpoints changed=[extension/auth/ext-authz] removed=[]"}, afterRollout)
 	if got := a.Primary(); got != survivor.Address {
 		t.Errorf("primary %q after the failover, want the survivor %s", got, survivor.Address)
@@ -201,7 +201,7 @@ func TestReplicatedAdapterFailover(t *testing.T) {
 	update(extAuthz(1, 80, 20), extAuthz(2, 50, 50))
 	afterReweight := one(wantCluster(t, ca1),
 		wantCLA(locality{"authz-stable", 50, []string{"10.244.1.40", "10.244.3.41"}}, locality{"authz-canary", 50, []string{"10.244.1.31", "10.244.2.30"}}),
-		validStatus(2))
+		validStatus(2, locality{"authz-stable", 50, []string{"10.244.1.40", "10.244.3.41"}}, locality{"authz-canary", 50, []string{"10.244.1.31", "10.244.2.30"}}))
 	step("weights 50/50", []string{
 		"endpoints changed=[extension/auth/ext-authz] removed=[]",
 		"status auth/ext-authz True",
@@ -214,7 +214,7 @@ func TestReplicatedAdapterFailover(t *testing.T) {
 	step("CA rotated with the survivor dead", []string{"clusters changed=[extension/auth/ext-authz] removed=[]"},
 		one(wantCluster(t, ca2),
 			wantCLA(locality{"authz-stable", 50, []string{"10.244.1.40", "10.244.3.41"}}, locality{"authz-canary", 50, []string{"10.244.1.31", "10.244.2.30"}}),
-			validStatus(2)))
+			validStatus(2, locality{"authz-stable", 50, []string{"10.244.1.40", "10.244.3.41"}}, locality{"authz-canary", 50, []string{"10.244.1.31", "10.244.2.30"}})))
 	if got := a.Primary(); got != replacement.Address {
 		t.Errorf("primary %q after the second failover, want the replacement %s", got, replacement.Address)
 	}
