@@ -64,7 +64,8 @@ func ExampleClient_Sync() {
 	if err := session.Flush(ctx); err != nil { // returns once the update handler has seen the answer
 		log.Fatal(err)
 	}
-	// A pod joins the canary: only its ClusterLoadAssignment changes.
+	// A pod joins the canary: its ClusterLoadAssignment changes, and the
+	// status, whose availability counts the canary's ready endpoints.
 	session.Upsert(endpointSlice("authz-canary-1", "authz-canary", "10.244.2.7", "10.244.2.8"))
 	if err := session.Flush(ctx); err != nil {
 		log.Fatal(err)
@@ -73,7 +74,7 @@ func ExampleClient_Sync() {
 	// update: 1 Cluster(s), 1 ClusterLoadAssignment(s), 1 status(es)
 	// extension/auth/ext-authz auth/authz-stable/9001 weight 80 [10.244.1.17 10.244.1.18]
 	// extension/auth/ext-authz auth/authz-canary/9001 weight 20 [10.244.2.7]
-	// update: 0 Cluster(s), 1 ClusterLoadAssignment(s), 0 status(es)
+	// update: 0 Cluster(s), 1 ClusterLoadAssignment(s), 1 status(es)
 	// extension/auth/ext-authz auth/authz-stable/9001 weight 80 [10.244.1.17 10.244.1.18]
 	// extension/auth/ext-authz auth/authz-canary/9001 weight 20 [10.244.2.7 10.244.2.8]
 }
