@@ -85,7 +85,8 @@ describe("sync", () => {
     assert.deepEqual(first.statuses.map((s) => [s.name, s.conditions[0].status]), [["ext-authz", "True"]]);
 
     // Batch 2: an endpoint change. The stable pod that was not ready
-    // becomes ready: only the ClusterLoadAssignment changes.
+    // becomes ready: the ClusterLoadAssignment changes, and the status,
+    // whose availability counts the stable Service's ready endpoints.
     const stable = request.objects.find((o) => o.kind.case === "endpointSlice" && o.kind.value.metadata?.name === "authz-stable-7x2kq");
     assert.ok(stable && stable.kind.case === "endpointSlice");
     const readySlice = create(KubernetesObjectSchema, stable);
@@ -101,7 +102,9 @@ describe("sync", () => {
     assert.equal(second.batchId, 2n);
     assert.equal(second.fullState, false);
     assert.deepEqual(second.clusters, [], "the Cluster did not change");
-    assert.deepEqual(second.statuses, [], "the status did not change");
+    assert.deepEqual(second.statuses.map((s) => s.availability.map((a) => [a.service, a.readyEndpoints, a.weight])), [
+      [["authz-stable", 4, 80], ["authz-canary", 1, 20]],
+    ]);
     assert.deepEqual(localities(second.clusterLoadAssignments[0]), [
       ["auth/authz-stable/9001", 80, ["10.244.1.17", "10.244.2.9", "10.244.3.21", "10.244.3.22"]],
       ["auth/authz-canary/9001", 20, ["10.244.2.30"]],

@@ -100,6 +100,10 @@ describe("translate", () => {
       clusterName: NAME,
       responseTimeout: "500ms",
       conditions: [{ type: "Valid", status: "True", reason: "Valid", message: "Valid ExtensionService" }],
+      availability: [
+        { service: "authz-stable", port: 9001, readyEndpoints: 3, weight: 80 },
+        { service: "authz-canary", port: 9001, readyEndpoints: 1, weight: 20 },
+      ],
     }]);
   });
 
