@@ -46,27 +46,15 @@ func applyExternalName(c *clusterv3.Cluster, ec *model.ExtensionCluster) {
 // on a port of its own (ec.HealthCheck.Port) goes on each endpoint, the
 // only place Envoy reads it from.
 func buildDNSLoadAssignment(ec *model.ExtensionCluster) *endpointv3.ClusterLoadAssignment {
-	var healthCheckPort uint32
-	if ec.HealthCheck != nil {
-		healthCheckPort = ec.HealthCheck.Port
-	}
+	healthCheck := healthCheckPort(ec)
 	cla := &endpointv3.ClusterLoadAssignment{
 		ClusterName: ec.Name,
 		Endpoints:   make([]*endpointv3.LocalityLbEndpoints, len(ec.DNS)),
 	}
 	for i, l := range ec.DNS {
-		endpoint := &endpointv3.Endpoint{
-			Address: &corev3.Address{Address: &corev3.Address_SocketAddress{SocketAddress: &corev3.SocketAddress{
-				Address:       l.Hostname,
-				PortSpecifier: &corev3.SocketAddress_PortValue{PortValue: l.Port},
-			}}},
-		}
-		if healthCheckPort != 0 {
-			endpoint.HealthCheckConfig = &endpointv3.Endpoint_HealthCheckConfig{PortValue: healthCheckPort}
-		}
 		lle := &endpointv3.LocalityLbEndpoints{
 			Locality:    &corev3.Locality{SubZone: l.SubZone},
-			LbEndpoints: []*endpointv3.LbEndpoint{{HostIdentifier: &endpointv3.LbEndpoint_Endpoint{Endpoint: endpoint}}},
+			LbEndpoints: []*endpointv3.LbEndpoint{buildLbEndpoint(l.Hostname, l.Port, healthCheck)},
 		}
 		if l.Weight > 0 {
 			lle.LoadBalancingWeight = wrapperspb.UInt32(l.Weight)

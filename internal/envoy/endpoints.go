@@ -37,20 +37,27 @@ func BuildClusterLoadAssignment(ec *model.ExtensionCluster) *endpointv3.ClusterL
 			lle.LoadBalancingWeight = wrapperspb.UInt32(loc.Weight)
 		}
 		for j, ep := range loc.Endpoints {
-			endpoint := &endpointv3.Endpoint{
-				Address: &corev3.Address{Address: &corev3.Address_SocketAddress{SocketAddress: &corev3.SocketAddress{
-					Address:       ep.Address,
-					PortSpecifier: &corev3.SocketAddress_PortValue{PortValue: ep.Port},
-				}}},
-			}
-			if healthCheck != 0 {
-				endpoint.HealthCheckConfig = &endpointv3.Endpoint_HealthCheckConfig{PortValue: healthCheck}
-			}
-			lle.LbEndpoints[j] = &endpointv3.LbEndpoint{HostIdentifier: &endpointv3.LbEndpoint_Endpoint{Endpoint: endpoint}}
+			lle.LbEndpoints[j] = buildLbEndpoint(ep.Address, ep.Port, healthCheck)
 		}
 		cla.Endpoints[i] = lle
 	}
 	return cla
+}
+
+// buildLbEndpoint is one endpoint at address and port (an IP, or a name a
+// STRICT_DNS Cluster resolves), health checked on healthCheck when it is
+// not 0.
+func buildLbEndpoint(address string, port, healthCheck uint32) *endpointv3.LbEndpoint {
+	endpoint := &endpointv3.Endpoint{
+		Address: &corev3.Address{Address: &corev3.Address_SocketAddress{SocketAddress: &corev3.SocketAddress{
+			Address:       address,
+			PortSpecifier: &corev3.SocketAddress_PortValue{PortValue: port},
+		}}},
+	}
+	if healthCheck != 0 {
+		endpoint.HealthCheckConfig = &endpointv3.Endpoint_HealthCheckConfig{PortValue: healthCheck}
+	}
+	return &endpointv3.LbEndpoint{HostIdentifier: &endpointv3.LbEndpoint_Endpoint{Endpoint: endpoint}}
 }
 
 // healthCheckPort is the port Envoy health checks every endpoint of ec on
