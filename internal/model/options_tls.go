@@ -136,49 +136,13 @@ func clientCertificateRef(ref, namespace string) (name source.NamespacedName, pr
 	} else if ns == "" || strings.Contains(n, "/") {
 		return name, `is not "name" or "namespace/name"`
 	}
-	if found && !isKubernetesNamespaceName(ns) {
+	if found && !IsDNS1123Label(ns) {
 		return name, fmt.Sprintf("has namespace %s, which is not a namespace name (at most 63 lowercase letters, digits or '-', starting and ending with a letter or digit)", source.Quote(ns))
 	}
-	if !isKubernetesObjectName(n) {
+	if !IsDNS1123Subdomain(n) {
 		return name, fmt.Sprintf("has name %s, which is not a Secret name (at most 253 lowercase letters, digits, '-' or '.', each dot-separated part starting and ending with a letter or digit)", source.Quote(n))
 	}
 	return source.NamespacedName{Namespace: ns, Name: n}, ""
-}
-
-// isKubernetesNamespaceName reports whether s is a DNS-1123 label, the
-// form of a namespace's name.
-func isKubernetesNamespaceName(s string) bool {
-	return len(s) <= 63 && isLowercaseDNSLabel(s)
-}
-
-// isKubernetesObjectName reports whether s is a DNS-1123 subdomain, the
-// form of a Secret's name.
-func isKubernetesObjectName(s string) bool {
-	if len(s) > 253 {
-		return false
-	}
-	for part := range strings.SplitSeq(s, ".") {
-		if !isLowercaseDNSLabel(part) {
-			return false
-		}
-	}
-	return true
-}
-
-// isLowercaseDNSLabel reports whether s is non-empty, made of [a-z0-9-],
-// and starts and ends with a letter or digit (its length is the caller's
-// to bound).
-func isLowercaseDNSLabel(s string) bool {
-	if s == "" || s[0] == '-' || s[len(s)-1] == '-' {
-		return false
-	}
-	for i := range len(s) {
-		c := s[i]
-		if !('a' <= c && c <= 'z' || '0' <= c && c <= '9' || c == '-') {
-			return false
-		}
-	}
-	return true
 }
 
 // extensionSNI is the tls group's sni; set is false without one (or when

@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	tributaryv1 "github.com/tributary-dev/tributary/gen/go/tributary/v1"
+	"github.com/tributary-dev/tributary/internal/model"
 	"github.com/tributary-dev/tributary/internal/source"
 )
 
@@ -96,7 +97,7 @@ func checkName(ref objectRef, p *problems, nsField, nameField string) bool {
 	case ns == "":
 		ref.report(p, nsField, ReasonRequired, "is required")
 		ok = false
-	case !isDNS1123Label(ns):
+	case !model.IsDNS1123Label(ns):
 		ref.report(p, nsField, ReasonInvalidName, source.Quote(ns)+" is not a valid namespace ("+dns1123LabelRule+")")
 		ok = false
 	}
@@ -104,7 +105,7 @@ func checkName(ref objectRef, p *problems, nsField, nameField string) bool {
 	case name == "":
 		ref.report(p, nameField, ReasonRequired, "is required")
 		ok = false
-	case !isDNS1123Subdomain(name):
+	case !model.IsDNS1123Subdomain(name):
 		ref.report(p, nameField, ReasonInvalidName, source.Quote(name)+" is not a valid name ("+dns1123SubdomainRule+")")
 		ok = false
 	}

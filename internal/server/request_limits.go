@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/tributary-dev/tributary/internal/model"
 	"github.com/tributary-dev/tributary/internal/source"
 )
 
@@ -128,7 +129,7 @@ func checkLabels(ref objectRef, p *problems, labels map[string]string) {
 func isQualifiedName(s string) bool {
 	name := s
 	if prefix, rest, found := strings.Cut(s, "/"); found {
-		if prefix == "" || !isDNS1123Subdomain(prefix) {
+		if prefix == "" || !model.IsDNS1123Subdomain(prefix) {
 			return false
 		}
 		name = rest

@@ -2,7 +2,6 @@ package server
 
 import (
 	"fmt"
-	"strings"
 	"unicode"
 	"unicode/utf8"
 
@@ -59,39 +58,6 @@ const (
 	dns1123LabelRule     = "at most 63 lowercase letters, digits or '-', starting and ending with a letter or digit"
 	dns1123SubdomainRule = "at most 253 lowercase letters, digits, '-' or '.', each dot-separated part starting and ending with a letter or digit"
 )
-
-// isDNS1123Label reports whether s is a Kubernetes namespace-style name.
-func isDNS1123Label(s string) bool {
-	return len(s) <= 63 && isLabelPart(s)
-}
-
-// isDNS1123Subdomain reports whether s is a Kubernetes object-style name.
-func isDNS1123Subdomain(s string) bool {
-	if len(s) > 253 {
-		return false
-	}
-	for part := range strings.SplitSeq(s, ".") {
-		if !isLabelPart(part) {
-			return false
-		}
-	}
-	return true
-}
-
-// isLabelPart reports whether s is non-empty, made of [a-z0-9-] and starts
-// and ends with a letter or digit.
-func isLabelPart(s string) bool {
-	if s == "" || s[0] == '-' || s[len(s)-1] == '-' {
-		return false
-	}
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		if !('a' <= c && c <= 'z' || '0' <= c && c <= '9' || c == '-') {
-			return false
-		}
-	}
-	return true
-}
 
 // badText says why s cannot be used as a name in Envoy configuration, or ""
 // if it can.

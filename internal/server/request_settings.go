@@ -51,9 +51,9 @@ func decodeSettings(pb *tributaryv1.Settings, at string, p *problems) source.Set
 		switch {
 		case !ok || strings.Contains(name, "/"):
 			p.add(field, ReasonInvalidFormat, fmt.Sprintf("%s %s is not \"namespace/name\"", field, source.Quote(raw)))
-		case !isDNS1123Label(ns):
+		case !model.IsDNS1123Label(ns):
 			p.add(field, ReasonInvalidName, fmt.Sprintf("%s %s: namespace %s is not a valid namespace (%s)", field, source.Quote(raw), source.Quote(ns), dns1123LabelRule))
-		case !isDNS1123Subdomain(name):
+		case !model.IsDNS1123Subdomain(name):
 			p.add(field, ReasonInvalidName, fmt.Sprintf("%s %s: name %s is not a valid name (%s)", field, source.Quote(raw), source.Quote(name), dns1123SubdomainRule))
 		default:
 			s.ClientCertificate = &source.NamespacedName{Namespace: ns, Name: name}
