@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 	"unicode"
 
 	"github.com/tributary-dev/tributary/internal/source"
@@ -250,4 +251,81 @@ func CheckExtensionDefaults(settings source.Settings) []string {
 		messages[i] = e.Message
 	}
 	return messages
+}
+
+// group names a group in force the way its user set it: the annotations
+// of its prefix, spec.options.<group>, or the setting's path.
+func (o *optionsInForce) group(group string) string {
+	switch o.origins[group] {
+	case originAnnotations:
+		return "the " + source.Quote(annotationKey(group, "")+"*") + " annotations"
+	case originDefaults:
+		return "setting extensionDefaults." + group
+	default:
+		return "spec.options." + group
+	}
+}
+
+// fromDefaults reports whether the group in force came from the settings'
+// defaults, which apply only where they fit and are never an
+// ExtensionService's error.
+func (o *optionsInForce) fromDefaults(group string) bool {
+	return o.origins[group] == originDefaults
+}
+
+// durationBounds are the values an option's duration may take: at least
+// min (zero allowed only when min is 0; a positive min also refuses zero
+// as "must be positive") and at most max, with minWhy and maxWhy saying
+// why when the reason is not plain (minWhy is needed for a min above 1ns).
+type durationBounds struct {
+	min, max       time.Duration
+	minWhy, maxWhy string
+}
+
+// maxOptionDuration bounds every option's duration unless the option says
+// otherwise: a day is far beyond any useful interval, timeout or period,
+// and a bound turns a typo such as "10000h" into an error rather than an
+// endpoint left in service, or out of it, for a year.
+const maxOptionDuration = 24 * time.Hour
+
+// positiveDuration is the usual bounds: more than zero, at most a day.
+var positiveDuration = durationBounds{min: time.Nanosecond, max: maxOptionDuration}
+
+// duration parses the field of a group in force, a Go duration
+// (spaces around it ignored, as for every annotation value), within b.
+// A bad value is an OptionNotValid error on cond, and ok is false.
+func (o *optionsInForce) duration(group, field, raw string, b durationBounds, cond *Condition) (d time.Duration, ok bool) {
+	d, err := time.ParseDuration(strings.TrimSpace(raw))
+	var problem string
+	switch {
+	case err != nil:
+		problem = `is not a duration such as "5s" or "500ms"`
+	case d < 0 && b.min == 0:
+		problem = "must not be negative"
+	case d <= 0 && b.min > 0:
+		problem = "must be positive"
+	case d < b.min:
+		problem = "must be at least " + formatDuration(b.min) + ": " + b.minWhy
+	case d > b.max && b.maxWhy != "":
+		problem = "must be at most " + formatDuration(b.max) + " (" + b.maxWhy + ")"
+	case d > b.max:
+		problem = "must be at most " + formatDuration(b.max)
+	default:
+		return d, true
+	}
+	cond.AddError(SubConditionSpec, ReasonOptionNotValid, fmt.Sprintf("%s %s %s", o.field(group, field), source.Quote(raw), problem))
+	return 0, false
+}
+
+// formatDuration writes a bound the way a user would: "24h", "100ms",
+// "9h6m7s", without Go's trailing zero units ("24h0m0s").
+func formatDuration(d time.Duration) string {
+	s := d.String()
+	if strings.HasSuffix(s, "m0s") {
+		s = strings.TrimSuffix(s, "0s")
+	}
+	if strings.HasSuffix(s, "h0m") {
+		s = strings.TrimSuffix(s, "0m")
+	}
+	return s
 }

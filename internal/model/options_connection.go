@@ -24,17 +24,10 @@ const (
 	defaultSlowStartMinWeight    = 10.0
 )
 
-// Bounds of the durations of these groups.
-//
-// minConnectionOptionDuration is Envoy's floor for the HTTP/2 keepalive
-// durations (1ms), and Envoy counts every other one in milliseconds, so a
-// shorter value would be zero there. maxConnectionOptionDuration is a day:
-// beyond any useful keepalive, connection lifetime or ramp, and a bound
-// keeps a typo such as "10000h" from meaning "never".
-const (
-	minConnectionOptionDuration = time.Millisecond
-	maxConnectionOptionDuration = 24 * time.Hour
-)
+// connectionDuration bounds the durations of these groups: Envoy's floor
+// for the HTTP/2 keepalive durations is 1ms, and Envoy counts every other
+// one in milliseconds, so a shorter value would be zero there.
+var connectionDuration = durationBounds{min: time.Millisecond, minWhy: "Envoy counts it in milliseconds", max: maxOptionDuration}
 
 // Linux's limits for the socket options tcp_keepalive sets
 // (TCP_KEEPCNT, TCP_KEEPIDLE, TCP_KEEPINTVL): Envoy hands the values to
@@ -45,54 +38,16 @@ const (
 	maxTCPKeepaliveSeconds = 32767
 )
 
-// connectionOptionDuration parses one duration of group: ok is false when
-// it is not valid (an error on cond), else it lies in
-// minConnectionOptionDuration..maxConnectionOptionDuration.
-func connectionOptionDuration(opts *optionsInForce, group, field, raw string, cond *Condition) (d time.Duration, ok bool) {
-	name := opts.field(group, field)
-	d, err := time.ParseDuration(raw)
-	var problem string
-	switch {
-	case err != nil:
-		problem = `is not a duration such as "10s" or "500ms"`
-	case d <= 0:
-		problem = "must be positive"
-	case d < minConnectionOptionDuration:
-		problem = fmt.Sprintf("must be at least %s: Envoy counts it in milliseconds", minConnectionOptionDuration)
-	case d > maxConnectionOptionDuration:
-		problem = fmt.Sprintf("must be at most %s", maxConnectionOptionDuration)
-	default:
-		return d, true
-	}
-	cond.AddError(SubConditionSpec, ReasonOptionNotValid, fmt.Sprintf("%s %s %s", name, source.Quote(raw), problem))
-	return 0, false
+// tcpKeepaliveDuration bounds tcp_keepalive's time and interval.
+var tcpKeepaliveDuration = durationBounds{
+	min: time.Second, minWhy: "the socket option counts seconds",
+	max: maxTCPKeepaliveSeconds * time.Second, maxWhy: "Linux's limit",
 }
 
 // optionRequired records that field of group must be set when the group is.
 func optionRequired(opts *optionsInForce, group, field string, cond *Condition) {
 	cond.AddError(SubConditionSpec, ReasonOptionNotValid, fmt.Sprintf(
-		"%s is required when %s is set", opts.field(group, field), groupName(opts, group)))
-}
-
-// groupSource names where a group in force came from, for a message about
-// the whole group.
-func groupSource(opts *optionsInForce, group string) string {
-	if opts.origins[group] == originAnnotations {
-		return "the " + source.Quote(annotationKey(group, "")+"*") + " annotations"
-	}
-	return groupName(opts, group)
-}
-
-// groupName names a group in force the way its user wrote it.
-func groupName(opts *optionsInForce, group string) string {
-	switch opts.origins[group] {
-	case originAnnotations:
-		return "any " + source.Quote(annotationKey(group, "")+"*") + " annotation"
-	case originDefaults:
-		return "setting extensionDefaults." + group
-	default:
-		return "spec.options." + group
-	}
+		"%s is required with %s", opts.field(group, field), opts.group(group)))
 }
 
 // http2Keepalive validates the http2Keepalive group in force; nil without
@@ -106,7 +61,7 @@ func (b *Builder) http2Keepalive(opts *optionsInForce, protocol Protocol, cond *
 		return nil
 	}
 	if protocol == ProtocolHTTP11 {
-		if opts.origins[http2KeepaliveGroup] == originDefaults {
+		if opts.fromDefaults(http2KeepaliveGroup) {
 			return nil
 		}
 		mismatch := false
@@ -130,11 +85,11 @@ func (b *Builder) http2Keepalive(opts *optionsInForce, protocol Protocol, cond *
 	if g.Interval == nil {
 		optionRequired(opts, http2KeepaliveGroup, "interval", cond)
 	} else {
-		k.Interval, valid = connectionOptionDuration(opts, http2KeepaliveGroup, "interval", *g.Interval, cond)
+		k.Interval, valid = opts.duration(http2KeepaliveGroup, "interval", *g.Interval, connectionDuration, cond)
 	}
 	if g.Timeout != nil {
 		var ok bool
-		if k.Timeout, ok = connectionOptionDuration(opts, http2KeepaliveGroup, "timeout", *g.Timeout, cond); !ok {
+		if k.Timeout, ok = opts.duration(http2KeepaliveGroup, "timeout", *g.Timeout, connectionDuration, cond); !ok {
 			valid = false
 		}
 	}
@@ -184,23 +139,13 @@ func tcpKeepaliveSeconds(opts *optionsInForce, field string, raw *string, cond *
 	if raw == nil {
 		return 0, true
 	}
-	d, err := time.ParseDuration(*raw)
-	var problem string
-	switch {
-	case err != nil:
-		problem = `is not a duration such as "30s" or "5m"`
-	case d <= 0:
-		problem = "must be positive"
-	case d%time.Second != 0:
-		problem = "must be whole seconds: the socket option counts seconds"
-	case d > maxTCPKeepaliveSeconds*time.Second:
-		problem = fmt.Sprintf("must be at most %s (Linux's limit)", maxTCPKeepaliveSeconds*time.Second)
-	default:
-		return uint32(d / time.Second), true
+	d, ok := opts.duration(tcpKeepaliveGroup, field, *raw, tcpKeepaliveDuration, cond)
+	if ok && d%time.Second != 0 {
+		cond.AddError(SubConditionSpec, ReasonOptionNotValid, fmt.Sprintf(
+			"%s %s must be whole seconds: the socket option counts seconds", opts.field(tcpKeepaliveGroup, field), source.Quote(*raw)))
+		return 0, false
 	}
-	cond.AddError(SubConditionSpec, ReasonOptionNotValid, fmt.Sprintf(
-		"%s %s %s", opts.field(tcpKeepaliveGroup, field), source.Quote(*raw), problem))
-	return 0, false
+	return uint32(d / time.Second), ok
 }
 
 // connectionLimits validates the connectionLimits group in force; nil
@@ -214,7 +159,7 @@ func (b *Builder) connectionLimits(opts *optionsInForce, cond *Condition) *Conne
 	l := &ConnectionLimits{}
 	valid := true
 	if raw := g.MaxConnectionDuration; raw != nil {
-		l.MaxConnectionDuration, valid = connectionOptionDuration(opts, connectionLimitsGroup, "maxConnectionDuration", *raw, cond)
+		l.MaxConnectionDuration, valid = opts.duration(connectionLimitsGroup, "maxConnectionDuration", *raw, connectionDuration, cond)
 	}
 	if n := g.MaxRequestsPerConnection; n != nil {
 		if *n < 1 {
@@ -246,12 +191,12 @@ func (b *Builder) slowStart(opts *optionsInForce, lb LoadBalancer, cond *Conditi
 	}
 	fits := lb == LoadBalancerRoundRobin || lb == LoadBalancerLeastRequest
 	if !fits {
-		if opts.origins[slowStartGroup] == originDefaults {
+		if opts.fromDefaults(slowStartGroup) {
 			return nil
 		}
 		cond.AddError(SubConditionSpec, ReasonOptionNotValid, fmt.Sprintf(
 			"slow start (%s) does not apply to spec.loadBalancerPolicy.strategy %q: Envoy ramps endpoints up only under RoundRobin and %s",
-			groupSource(opts, slowStartGroup), strategyName(lb), strategyWeightedLeastRequest))
+			opts.group(slowStartGroup), strategyName(lb), strategyWeightedLeastRequest))
 		return nil
 	}
 	s := &SlowStart{Aggression: defaultSlowStartAggression, MinWeightPercent: defaultSlowStartMinWeight}
@@ -261,7 +206,7 @@ func (b *Builder) slowStart(opts *optionsInForce, lb LoadBalancer, cond *Conditi
 		valid = false
 	} else {
 		var ok bool
-		if s.Window, ok = connectionOptionDuration(opts, slowStartGroup, "window", *g.Window, cond); !ok {
+		if s.Window, ok = opts.duration(slowStartGroup, "window", *g.Window, connectionDuration, cond); !ok {
 			valid = false
 		}
 	}

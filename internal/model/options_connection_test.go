@@ -71,14 +71,14 @@ func TestConnectionOptions(t *testing.T) {
 		optCase: optCase{
 			name:       "http2Keepalive without an interval",
 			spec:       withOptions(source.ExtensionOptions{HTTP2Keepalive: &source.HTTP2Keepalive{Timeout: xtStr("5s")}}),
-			wantErrors: []SubCondition{optSpecErr(`spec.options.http2Keepalive.interval is required when spec.options.http2Keepalive is set`)},
+			wantErrors: []SubCondition{optSpecErr(`spec.options.http2Keepalive.interval is required with spec.options.http2Keepalive`)},
 		},
 	}, {
 		optCase: optCase{
 			name:        "http2Keepalive without an interval, from annotations",
 			annotations: map[string]string{"tributary.dev/http2-keepalive-timeout": "5s"},
 			wantErrors: []SubCondition{optSpecErr(
-				`"tributary.dev/http2-keepalive-interval" is required when any "tributary.dev/http2-keepalive-*" annotation is set`)},
+				`"tributary.dev/http2-keepalive-interval" is required with the "tributary.dev/http2-keepalive-*" annotations`)},
 		},
 	}, {
 		optCase: optCase{
@@ -86,7 +86,7 @@ func TestConnectionOptions(t *testing.T) {
 			spec: withOptions(source.ExtensionOptions{HTTP2Keepalive: &source.HTTP2Keepalive{Interval: xtStr("999us"), Timeout: xtStr("25h")}}),
 			wantErrors: []SubCondition{
 				optSpecErr(`spec.options.http2Keepalive.interval "999us" must be at least 1ms: Envoy counts it in milliseconds`),
-				optSpecErr(`spec.options.http2Keepalive.timeout "25h" must be at most 24h0m0s`),
+				optSpecErr(`spec.options.http2Keepalive.timeout "25h" must be at most 24h`),
 			},
 		},
 	}, {
@@ -94,7 +94,7 @@ func TestConnectionOptions(t *testing.T) {
 			name: "http2Keepalive durations that do not parse or are not positive",
 			spec: withOptions(source.ExtensionOptions{HTTP2Keepalive: &source.HTTP2Keepalive{Interval: xtStr("30"), Timeout: xtStr("0s")}}),
 			wantErrors: []SubCondition{
-				optSpecErr(`spec.options.http2Keepalive.interval "30" is not a duration such as "10s" or "500ms"`),
+				optSpecErr(`spec.options.http2Keepalive.interval "30" is not a duration such as "5s" or "500ms"`),
 				optSpecErr(`spec.options.http2Keepalive.timeout "0s" must be positive`),
 			},
 		},
@@ -132,7 +132,7 @@ func TestConnectionOptions(t *testing.T) {
 			wantErrors: []SubCondition{
 				optSpecErr(`spec.options.tcpKeepalive.probes "128" must be from 1 to 127 (Linux's limit)`),
 				optSpecErr(`spec.options.tcpKeepalive.time "-1s" must be positive`),
-				optSpecErr(`spec.options.tcpKeepalive.interval "ten" is not a duration such as "30s" or "5m"`),
+				optSpecErr(`spec.options.tcpKeepalive.interval "ten" is not a duration such as "5s" or "500ms"`),
 			},
 		},
 	}, {
@@ -190,14 +190,14 @@ func TestConnectionOptions(t *testing.T) {
 		optCase: optCase{
 			name:       "slowStart without a window",
 			spec:       withOptions(source.ExtensionOptions{SlowStart: &source.SlowStart{Aggression: ptr(2.0)}}),
-			wantErrors: []SubCondition{optSpecErr(`spec.options.slowStart.window is required when spec.options.slowStart is set`)},
+			wantErrors: []SubCondition{optSpecErr(`spec.options.slowStart.window is required with spec.options.slowStart`)},
 		},
 	}, {
 		optCase: optCase{
 			name: "slowStart out of range",
 			spec: withOptions(source.ExtensionOptions{SlowStart: &source.SlowStart{Window: xtStr("48h"), Aggression: ptr(0.0), MinWeightPercent: ptr(100.5)}}),
 			wantErrors: []SubCondition{
-				optSpecErr(`spec.options.slowStart.window "48h" must be at most 24h0m0s`),
+				optSpecErr(`spec.options.slowStart.window "48h" must be at most 24h`),
 				optSpecErr(`spec.options.slowStart.aggression "0" must be a positive number`),
 				optSpecErr(`spec.options.slowStart.minWeightPercent "100.5" must be a percentage from 0 to 100`),
 			},
@@ -260,9 +260,9 @@ func TestCheckExtensionDefaultsConnection(t *testing.T) {
 		SlowStart:        &source.SlowStart{Window: xtStr("1m"), Aggression: ptr(math.Inf(-1))},
 	}})
 	want := []string{
-		`setting extensionDefaults.http2Keepalive.interval is required when setting extensionDefaults.http2Keepalive is set`,
-		`setting extensionDefaults.tcpKeepalive.time "500ms" must be whole seconds: the socket option counts seconds`,
-		`setting extensionDefaults.connectionLimits.maxConnectionDuration "forever" is not a duration such as "10s" or "500ms"`,
+		`setting extensionDefaults.http2Keepalive.interval is required with setting extensionDefaults.http2Keepalive`,
+		`setting extensionDefaults.tcpKeepalive.time "500ms" must be at least 1s: the socket option counts seconds`,
+		`setting extensionDefaults.connectionLimits.maxConnectionDuration "forever" is not a duration such as "5s" or "500ms"`,
 		`setting extensionDefaults.slowStart.aggression "-Inf" must be a positive number`,
 	}
 	if diff := cmp.Diff(want, got); diff != "" {

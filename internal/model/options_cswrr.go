@@ -12,17 +12,10 @@ import (
 // cswrrGroup is the JSON name of the clientSideWeightedRoundRobin group.
 const cswrrGroup = "clientSideWeightedRoundRobin"
 
-// Bounds of the clientSideWeightedRoundRobin durations.
-//
 // minWeightUpdatePeriod is the floor both gRPC and Envoy silently raise a
 // shorter weightUpdatePeriod to; refusing below it keeps the value in the
-// status the value in force. maxCSWRRPeriod bounds every period: a day is
-// far beyond any useful setting (the defaults are seconds to minutes), and
-// a bound keeps a typo such as "10000h" from turning weights off for good.
-const (
-	minWeightUpdatePeriod = 100 * time.Millisecond
-	maxCSWRRPeriod        = 24 * time.Hour
-)
+// status the value in force.
+const minWeightUpdatePeriod = 100 * time.Millisecond
 
 // clientSideWeightedRoundRobin is the tuning of strategy
 // ClientSideWeightedRoundRobin: non-nil exactly when lb is that strategy,
@@ -41,10 +34,10 @@ func (b *Builder) clientSideWeightedRoundRobin(opts *optionsInForce, lb LoadBala
 	}
 	tuning := validateCSWRR(opts, cond)
 	if lb != LoadBalancerClientSideWeightedRoundRobin {
-		if opts.ClientSideWeightedRoundRobin != nil && opts.origins[cswrrGroup] != originDefaults {
+		if opts.ClientSideWeightedRoundRobin != nil && !opts.fromDefaults(cswrrGroup) {
 			cond.AddError(SubConditionSpec, ReasonOptionNotValid, fmt.Sprintf(
 				"%s set, but spec.loadBalancerPolicy.strategy is not %q: there is nothing to tune",
-				cswrrGroupName(opts), strategyClientSideWeightedRoundRobin))
+				opts.group(cswrrGroup), strategyClientSideWeightedRoundRobin))
 		}
 		return nil
 	}
@@ -63,11 +56,11 @@ func validateCSWRR(opts *optionsInForce, cond *Condition) *ClientSideWeightedRou
 	if g.EnableOOBLoadReport != nil {
 		tuning.EnableOOBLoadReport = *g.EnableOOBLoadReport
 	}
-	tuning.OOBReportingPeriod = cswrrPeriod(opts, "oobReportingPeriod", g.OOBReportingPeriod, time.Nanosecond, cond)
+	tuning.OOBReportingPeriod = cswrrPeriod(opts, "oobReportingPeriod", g.OOBReportingPeriod, positiveDuration, cond)
 	// A zero blackout is meaningful: weights count from the first report.
-	tuning.BlackoutPeriod = cswrrPeriod(opts, "blackoutPeriod", g.BlackoutPeriod, 0, cond)
-	tuning.WeightExpirationPeriod = cswrrPeriod(opts, "weightExpirationPeriod", g.WeightExpirationPeriod, time.Nanosecond, cond)
-	tuning.WeightUpdatePeriod = cswrrPeriod(opts, "weightUpdatePeriod", g.WeightUpdatePeriod, minWeightUpdatePeriod, cond)
+	tuning.BlackoutPeriod = cswrrPeriod(opts, "blackoutPeriod", g.BlackoutPeriod, durationBounds{max: maxOptionDuration}, cond)
+	tuning.WeightExpirationPeriod = cswrrPeriod(opts, "weightExpirationPeriod", g.WeightExpirationPeriod, positiveDuration, cond)
+	tuning.WeightUpdatePeriod = cswrrPeriod(opts, "weightUpdatePeriod", g.WeightUpdatePeriod, durationBounds{min: minWeightUpdatePeriod, minWhy: "clients raise a shorter period to that", max: maxOptionDuration}, cond)
 	if p := g.ErrorUtilizationPenalty; p != nil {
 		// Envoy carries the penalty as a float (32 bits): a larger value
 		// would become infinity on the wire.
@@ -85,44 +78,15 @@ func validateCSWRR(opts *optionsInForce, cond *Condition) *ClientSideWeightedRou
 	return tuning
 }
 
-// cswrrPeriod parses one duration of the group: nil when unset or not
-// valid (with an error on cond), else a duration from minimum to
-// maxCSWRRPeriod.
-func cswrrPeriod(opts *optionsInForce, field string, raw *string, minimum time.Duration, cond *Condition) *time.Duration {
+// cswrrPeriod reads a period of the group: nil when unset, else within
+// bounds, or an error on cond (and nil).
+func cswrrPeriod(opts *optionsInForce, field string, raw *string, bounds durationBounds, cond *Condition) *time.Duration {
 	if raw == nil {
 		return nil
 	}
-	name := opts.field(cswrrGroup, field)
-	d, err := time.ParseDuration(*raw)
-	switch {
-	case err != nil:
-		cond.AddError(SubConditionSpec, ReasonOptionNotValid, fmt.Sprintf(
-			`%s %s is not a duration such as "10s" or "500ms"`, name, source.Quote(*raw)))
-		return nil
-	case minimum == 0 && d < 0:
-		cond.AddError(SubConditionSpec, ReasonOptionNotValid, fmt.Sprintf(
-			"%s %s must not be negative", name, source.Quote(*raw)))
-		return nil
-	case minimum == time.Nanosecond && d <= 0:
-		cond.AddError(SubConditionSpec, ReasonOptionNotValid, fmt.Sprintf(
-			"%s %s must be positive", name, source.Quote(*raw)))
-		return nil
-	case d < minimum:
-		cond.AddError(SubConditionSpec, ReasonOptionNotValid, fmt.Sprintf(
-			"%s %s must be at least %s: clients raise a shorter period to that", name, source.Quote(*raw), minimum))
-		return nil
-	case d > maxCSWRRPeriod:
-		cond.AddError(SubConditionSpec, ReasonOptionNotValid, fmt.Sprintf(
-			"%s %s must be at most %s", name, source.Quote(*raw), maxCSWRRPeriod))
+	d, ok := opts.duration(cswrrGroup, field, *raw, bounds, cond)
+	if !ok {
 		return nil
 	}
 	return &d
-}
-
-// cswrrGroupName names the group in force the way its user wrote it.
-func cswrrGroupName(opts *optionsInForce) string {
-	if opts.origins[cswrrGroup] == originAnnotations {
-		return fmt.Sprintf("the %s annotations", source.Quote(annotationKey(cswrrGroup, "")+"*"))
-	}
-	return "spec.options." + cswrrGroup
 }

@@ -128,10 +128,10 @@ func TestClientSideWeightedRoundRobinRefuses(t *testing.T) {
 			OOBReportingPeriod: ptr("10"), BlackoutPeriod: ptr("soon"), WeightExpirationPeriod: ptr("infinity"), WeightUpdatePeriod: ptr(""),
 		},
 		want: []string{
-			`spec.options.clientSideWeightedRoundRobin.oobReportingPeriod "10" is not a duration such as "10s" or "500ms"`,
-			`spec.options.clientSideWeightedRoundRobin.blackoutPeriod "soon" is not a duration such as "10s" or "500ms"`,
-			`spec.options.clientSideWeightedRoundRobin.weightExpirationPeriod "infinity" is not a duration such as "10s" or "500ms"`,
-			`spec.options.clientSideWeightedRoundRobin.weightUpdatePeriod "" is not a duration such as "10s" or "500ms"`,
+			`spec.options.clientSideWeightedRoundRobin.oobReportingPeriod "10" is not a duration such as "5s" or "500ms"`,
+			`spec.options.clientSideWeightedRoundRobin.blackoutPeriod "soon" is not a duration such as "5s" or "500ms"`,
+			`spec.options.clientSideWeightedRoundRobin.weightExpirationPeriod "infinity" is not a duration such as "5s" or "500ms"`,
+			`spec.options.clientSideWeightedRoundRobin.weightUpdatePeriod "" is not a duration such as "5s" or "500ms"`,
 		},
 	}, {
 		name: "zero and negative",
@@ -143,7 +143,7 @@ func TestClientSideWeightedRoundRobinRefuses(t *testing.T) {
 			`spec.options.clientSideWeightedRoundRobin.oobReportingPeriod "0s" must be positive`,
 			`spec.options.clientSideWeightedRoundRobin.blackoutPeriod "-1s" must not be negative`,
 			`spec.options.clientSideWeightedRoundRobin.weightExpirationPeriod "-3m" must be positive`,
-			`spec.options.clientSideWeightedRoundRobin.weightUpdatePeriod "0" must be at least 100ms: clients raise a shorter period to that`,
+			`spec.options.clientSideWeightedRoundRobin.weightUpdatePeriod "0" must be positive`,
 			`spec.options.clientSideWeightedRoundRobin.errorUtilizationPenalty "-0.1" must be a number of at least 0`,
 		},
 	}, {
@@ -153,8 +153,8 @@ func TestClientSideWeightedRoundRobinRefuses(t *testing.T) {
 			ErrorUtilizationPenalty: ptr(1e39),
 		},
 		want: []string{
-			`spec.options.clientSideWeightedRoundRobin.oobReportingPeriod "24h0m1s" must be at most 24h0m0s`,
-			`spec.options.clientSideWeightedRoundRobin.blackoutPeriod "25h" must be at most 24h0m0s`,
+			`spec.options.clientSideWeightedRoundRobin.oobReportingPeriod "24h0m1s" must be at most 24h`,
+			`spec.options.clientSideWeightedRoundRobin.blackoutPeriod "25h" must be at most 24h`,
 			`spec.options.clientSideWeightedRoundRobin.weightUpdatePeriod "99ms" must be at least 100ms: clients raise a shorter period to that`,
 			`spec.options.clientSideWeightedRoundRobin.errorUtilizationPenalty "1e+39" must be at most 3.4e+38, the largest 32-bit float`,
 		},

@@ -40,12 +40,6 @@ const (
 	defaultOutlierFailurePercentageRequest = 50
 )
 
-// maxHealthOptionDuration bounds every duration of the two groups. Envoy
-// takes durations up to about 10,000 years, but a health check interval,
-// timeout or ejection time beyond a day is a typo ("5h" for "5s") rather
-// than a wish, and would make the feature silently do nothing.
-const maxHealthOptionDuration = 24 * time.Hour
-
 // maxHealthCheckNameBytes bounds serviceName and authority: both travel
 // in every health check request, and no gRPC service name or host name
 // comes near it (a DNS name is at most 253 bytes).
@@ -64,17 +58,17 @@ func (b *Builder) healthCheck(opts *optionsInForce, protocol Protocol, cond *Con
 	if protocol == ProtocolHTTP11 {
 		// CheckExtensionDefaults validates a default as if it applied,
 		// so one that does not apply here needs no second look.
-		if opts.origins[groupHealthCheck] != originDefaults {
+		if !opts.fromDefaults(groupHealthCheck) {
 			cond.AddError(SubConditionSpec, ReasonOptionNotValid, fmt.Sprintf(
-				"%s: gRPC health checks need HTTP/2, and spec.protocol is %q", healthOptionGroup(opts, groupHealthCheck), protocolHTTP11))
+				"%s: gRPC health checks need HTTP/2, and spec.protocol is %q", opts.group(groupHealthCheck), protocolHTTP11))
 		}
 		return nil
 	}
 	before := len(cond.Errors)
 	field := func(name string) string { return opts.field(groupHealthCheck, name) }
 	hc := &HealthCheck{
-		Interval:           healthOptionDuration(g.Interval, defaultHealthCheckInterval, field("interval"), cond),
-		Timeout:            healthOptionDuration(g.Timeout, defaultHealthCheckTimeout, field("timeout"), cond),
+		Interval:           healthOptionDuration(opts, groupHealthCheck, "interval", g.Interval, defaultHealthCheckInterval, cond),
+		Timeout:            healthOptionDuration(opts, groupHealthCheck, "timeout", g.Timeout, defaultHealthCheckTimeout, cond),
 		UnhealthyThreshold: healthOptionAtLeastOne(g.UnhealthyThreshold, defaultHealthCheckUnhealthyThreshold, field("unhealthyThreshold"), cond),
 		HealthyThreshold:   healthOptionAtLeastOne(g.HealthyThreshold, defaultHealthCheckHealthyThreshold, field("healthyThreshold"), cond),
 	}
@@ -134,8 +128,8 @@ func (b *Builder) outlierDetection(opts *optionsInForce, cond *Condition) *Outli
 	before := len(cond.Errors)
 	field := func(name string) string { return opts.field(groupOutlierDetection, name) }
 	od := &OutlierDetection{
-		Interval:           healthOptionDuration(g.Interval, defaultOutlierInterval, field("interval"), cond),
-		BaseEjectionTime:   healthOptionDuration(g.BaseEjectionTime, defaultOutlierBaseEjectionTime, field("baseEjectionTime"), cond),
+		Interval:           healthOptionDuration(opts, groupOutlierDetection, "interval", g.Interval, defaultOutlierInterval, cond),
+		BaseEjectionTime:   healthOptionDuration(opts, groupOutlierDetection, "baseEjectionTime", g.BaseEjectionTime, defaultOutlierBaseEjectionTime, cond),
 		MaxEjectionPercent: defaultOutlierMaxEjectionPercent,
 	}
 	if g.ConsecutiveGatewayFailure != nil {
@@ -180,7 +174,7 @@ func (b *Builder) outlierDetection(opts *optionsInForce, cond *Condition) *Outli
 	// never an error.
 	od.MaxEjectionTime = max(defaultOutlierMaxEjectionTime, od.BaseEjectionTime)
 	if g.MaxEjectionTime != nil {
-		od.MaxEjectionTime = healthOptionDuration(g.MaxEjectionTime, 0, field("maxEjectionTime"), cond)
+		od.MaxEjectionTime = healthOptionDuration(opts, groupOutlierDetection, "maxEjectionTime", g.MaxEjectionTime, 0, cond)
 		// Envoy refuses a Cluster whose maximum is below its base.
 		if od.MaxEjectionTime > 0 && od.BaseEjectionTime > 0 && od.MaxEjectionTime < od.BaseEjectionTime {
 			base := od.BaseEjectionTime.String() + " (its default)"
@@ -199,7 +193,7 @@ func (b *Builder) outlierDetection(opts *optionsInForce, cond *Condition) *Outli
 	}
 	if g.ConsecutiveGatewayFailure == nil && g.ConsecutiveLocalOriginFailure == nil && g.FailurePercentageThreshold == nil {
 		cond.AddError(SubConditionSpec, ReasonOptionNotValid, fmt.Sprintf("%s: outlier detection needs a detector: set %s, %s or %s",
-			healthOptionGroup(opts, groupOutlierDetection),
+			opts.group(groupOutlierDetection),
 			field("consecutiveGatewayFailure"), field("consecutiveLocalOriginFailure"), field("failurePercentageThreshold")))
 	}
 	if len(cond.Errors) > before {
@@ -208,40 +202,14 @@ func (b *Builder) outlierDetection(opts *optionsInForce, cond *Condition) *Outli
 	return od
 }
 
-// healthOptionGroup names a whole group in force the way its user wrote
-// it, for a problem no single field owns.
-func healthOptionGroup(opts *optionsInForce, group string) string {
-	switch opts.origins[group] {
-	case originAnnotations:
-		return "the " + strconv.Quote(source.AnnotationPrefix+kebab(group)+"-") + " annotations"
-	case originDefaults:
-		return "setting extensionDefaults." + group
-	default:
-		return "spec.options." + group
-	}
-}
-
-// healthOptionDuration parses a duration of the two groups: def when
-// unset, else positive and at most maxHealthOptionDuration, or an error
-// on cond (and 0).
-func healthOptionDuration(raw *string, def time.Duration, field string, cond *Condition) time.Duration {
+// healthOptionDuration reads a duration of the two groups: def when unset,
+// else positive and at most a day, or an error on cond (and 0).
+func healthOptionDuration(opts *optionsInForce, group, field string, raw *string, def time.Duration, cond *Condition) time.Duration {
 	if raw == nil {
 		return def
 	}
-	d, err := time.ParseDuration(strings.TrimSpace(*raw))
-	var problem string
-	switch {
-	case err != nil:
-		problem = `is not a duration such as "5s" or "1m30s"`
-	case d <= 0:
-		problem = "must be positive"
-	case d > maxHealthOptionDuration:
-		problem = "must be at most 24h"
-	default:
-		return d
-	}
-	cond.AddError(SubConditionSpec, ReasonOptionNotValid, fmt.Sprintf("%s %s %s", field, source.Quote(*raw), problem))
-	return 0
+	d, _ := opts.duration(group, field, *raw, positiveDuration, cond)
+	return d
 }
 
 // healthOptionAtLeastOne is a count or threshold: def when unset, else at

@@ -111,7 +111,7 @@ func TestHealthCheckOption(t *testing.T) {
 		annotations: map[string]string{"tributary.dev/health-check-port": "9"},
 		defaults:    &source.HealthCheck{},
 		protocol:    http11,
-		wantErrors:  []string{`the "tributary.dev/health-check-" annotations: gRPC health checks need HTTP/2, and spec.protocol is "http/1.1"`},
+		wantErrors:  []string{`the "tributary.dev/health-check-*" annotations: gRPC health checks need HTTP/2, and spec.protocol is "http/1.1"`},
 	}, {
 		name: "every field wrong at once: one error each, in field order",
 		options: &source.HealthCheck{
@@ -120,7 +120,7 @@ func TestHealthCheckOption(t *testing.T) {
 		},
 		wantErrors: []string{
 			`spec.options.healthCheck.interval "0s" must be positive`,
-			`spec.options.healthCheck.timeout "soon" is not a duration such as "5s" or "1m30s"`,
+			`spec.options.healthCheck.timeout "soon" is not a duration such as "5s" or "500ms"`,
 			`spec.options.healthCheck.unhealthyThreshold "0" must be at least 1`,
 			`spec.options.healthCheck.healthyThreshold "0" must be at least 1`,
 			`spec.options.healthCheck.serviceName "auth\x00" contains a control character`,
@@ -150,7 +150,7 @@ func TestHealthCheckOption(t *testing.T) {
 	}, {
 		name:       "a default with an error is reported on the ExtensionService it applies to",
 		defaults:   &source.HealthCheck{Interval: ptr("1d")},
-		wantErrors: []string{`setting extensionDefaults.healthCheck.interval "1d" is not a duration such as "5s" or "1m30s"`},
+		wantErrors: []string{`setting extensionDefaults.healthCheck.interval "1d" is not a duration such as "5s" or "500ms"`},
 	}}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -253,7 +253,7 @@ func TestOutlierDetectionOption(t *testing.T) {
 	}, {
 		name:        "annotations without a detector",
 		annotations: map[string]string{"tributary.dev/outlier-detection-max-ejection-percent": "20"},
-		wantErrors: []string{`the "tributary.dev/outlier-detection-" annotations: outlier detection needs a detector: set "tributary.dev/outlier-detection-consecutive-gateway-failure", ` +
+		wantErrors: []string{`the "tributary.dev/outlier-detection-*" annotations: outlier detection needs a detector: set "tributary.dev/outlier-detection-consecutive-gateway-failure", ` +
 			`"tributary.dev/outlier-detection-consecutive-local-origin-failure" or "tributary.dev/outlier-detection-failure-percentage-threshold"`},
 	}, {
 		name: "every field wrong at once: one error each",
@@ -280,7 +280,7 @@ func TestOutlierDetectionOption(t *testing.T) {
 			"tributary.dev/outlier-detection-interval":                          "10 s",
 		},
 		wantErrors: []string{
-			`"tributary.dev/outlier-detection-interval" "10 s" is not a duration such as "5s" or "1m30s"`,
+			`"tributary.dev/outlier-detection-interval" "10 s" is not a duration such as "5s" or "500ms"`,
 			`"tributary.dev/outlier-detection-failure-percentage-threshold" "101" must be from 1 to 100`,
 		},
 	}, {

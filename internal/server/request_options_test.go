@@ -276,7 +276,7 @@ func TestDecodeBadExtensionDefaults(t *testing.T) {
 	}}
 	const (
 		interval = `setting extensionDefaults.healthCheck.interval "0s" must be positive`
-		window   = `setting extensionDefaults.slowStart.window is required when setting extensionDefaults.slowStart is set`
+		window   = `setting extensionDefaults.slowStart.window is required with setting extensionDefaults.slowStart`
 	)
 	_, _, err := decodeRequest(&tributaryv1.TranslateRequest{Settings: settings})
 	checkInvalidArgument(t, err, interval+" (and 1 more problem)", []violation{
