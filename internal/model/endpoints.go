@@ -94,13 +94,8 @@ func (b *Builder) buildLocalities(namespace string, targets []resolvedTarget, st
 	// Envoy adds the locality weights of a priority into a uint32; a larger
 	// total is rejected outright, so it is an error here rather than a
 	// silently wrapped or reset weight.
-	var total uint64
-	for _, t := range targets {
-		total += uint64(t.weight)
-	}
-	if total > math.MaxUint32 {
-		cond.AddError(SubConditionSpec, ReasonWeightOverflow, fmt.Sprintf(
-			"spec.services weights add up to %d, more than the allowed total of %d", total, uint64(math.MaxUint32)))
+	total, ok := checkWeightTotal(targets, cond)
+	if !ok {
 		return nil
 	}
 
@@ -127,9 +122,7 @@ func (b *Builder) buildLocalities(namespace string, targets []resolvedTarget, st
 		u := &s.targets[i]
 		if !u.duplicated {
 			u.duplicated = true
-			cond.AddWarning(SubConditionSpec, ReasonDuplicateTarget, fmt.Sprintf(
-				"port %d of Service %s is named more than once in spec.services; it is one locality whose weight is the sum of its entries",
-				t.port.Port, source.Quote(namespace+"/"+t.service.Name)))
+			addDuplicateTargetWarning(cond, namespace, t)
 		}
 		u.weight += t.weight
 	}
@@ -198,4 +191,28 @@ func clearWeights(availability []TargetAvailability) {
 	for i := range availability {
 		availability[i].Weight = 0
 	}
+}
+
+// checkWeightTotal adds up the targets' weights and records a
+// WeightOverflow error when the total passes what Envoy adds the locality
+// weights of a priority into (a uint32, which it rejects rather than
+// wraps); ok is false then.
+func checkWeightTotal(targets []resolvedTarget, cond *Condition) (total uint64, ok bool) {
+	for _, t := range targets {
+		total += uint64(t.weight)
+	}
+	if total > math.MaxUint32 {
+		cond.AddError(SubConditionSpec, ReasonWeightOverflow, fmt.Sprintf(
+			"spec.services weights add up to %d, more than the allowed total of %d", total, uint64(math.MaxUint32)))
+		return total, false
+	}
+	return total, true
+}
+
+// addDuplicateTargetWarning says that t's Service port was named before in
+// spec.services: it is one locality carrying the sum of the weights.
+func addDuplicateTargetWarning(cond *Condition, namespace string, t resolvedTarget) {
+	cond.AddWarning(SubConditionSpec, ReasonDuplicateTarget, fmt.Sprintf(
+		"port %d of Service %s is named more than once in spec.services; it is one locality whose weight is the sum of its entries",
+		t.port.Port, source.Quote(namespace+"/"+t.service.Name)))
 }

@@ -2,7 +2,6 @@ package model
 
 import (
 	"fmt"
-	"math"
 	"net/netip"
 	"strconv"
 	"strings"
@@ -75,20 +74,13 @@ func checkExternalName(name string) error {
 // checkDNSLabel checks one label of a DNS-1123 subdomain: 1 to 63 lower
 // case letters, digits or '-', starting and ending with a letter or digit.
 func checkDNSLabel(label string) error {
-	if label == "" {
+	switch {
+	case label == "":
 		return fmt.Errorf("is not a DNS name: it has an empty label")
-	}
-	if len(label) > maxDNSLabelBytes {
+	case len(label) > maxDNSLabelBytes:
 		return fmt.Errorf("is not a DNS name: its label %s is longer than %d bytes", source.Quote(label), maxDNSLabelBytes)
-	}
-	for i := range len(label) {
-		c := label[i]
-		switch {
-		case c >= 'a' && c <= 'z', c >= '0' && c <= '9':
-		case c == '-' && i > 0 && i < len(label)-1:
-		default:
-			return fmt.Errorf("is not a DNS name: a label holds lower case letters, digits and '-' (not first or last)")
-		}
+	case !isLowercaseDNSLabel(label):
+		return fmt.Errorf("is not a DNS name: a label holds lower case letters, digits and '-' (not first or last)")
 	}
 	return nil
 }
@@ -234,28 +226,4 @@ func buildDNSLocalities(namespace string, targets []resolvedTarget, st *Status) 
 		}
 	}
 	return dns
-}
-
-// checkWeightTotal adds up the targets' weights and records a
-// WeightOverflow error when the total passes what Envoy adds the locality
-// weights of a priority into (a uint32, which it rejects rather than
-// wraps); ok is false then.
-func checkWeightTotal(targets []resolvedTarget, cond *Condition) (total uint64, ok bool) {
-	for _, t := range targets {
-		total += uint64(t.weight)
-	}
-	if total > math.MaxUint32 {
-		cond.AddError(SubConditionSpec, ReasonWeightOverflow, fmt.Sprintf(
-			"spec.services weights add up to %d, more than the allowed total of %d", total, uint64(math.MaxUint32)))
-		return total, false
-	}
-	return total, true
-}
-
-// addDuplicateTargetWarning says that t's Service port was named before in
-// spec.services: it is one locality carrying the sum of the weights.
-func addDuplicateTargetWarning(cond *Condition, namespace string, t resolvedTarget) {
-	cond.AddWarning(SubConditionSpec, ReasonDuplicateTarget, fmt.Sprintf(
-		"port %d of Service %s is named more than once in spec.services; it is one locality whose weight is the sum of its entries",
-		t.port.Port, source.Quote(namespace+"/"+t.service.Name)))
 }

@@ -7,7 +7,6 @@ import (
 	"strconv"
 	"strings"
 	"time"
-	"unicode"
 
 	"github.com/tributary-dev/tributary/internal/source"
 )
@@ -49,7 +48,7 @@ var noOptions optionsInForce
 func (o *optionsInForce) field(group, field string) string {
 	switch o.origins[group] {
 	case originAnnotations:
-		return strconv.Quote(annotationKey(group, field))
+		return strconv.Quote(source.AnnotationKey(group, field))
 	case originDefaults:
 		return "setting extensionDefaults." + group + "." + field
 	default:
@@ -71,25 +70,6 @@ var optionGroups = func() []reflect.StructField {
 // jsonName is a struct field's json tag.
 func jsonName(f reflect.StructField) string { return f.Tag.Get("json") }
 
-// annotationKey derives an option's annotation from its JSON path, in
-// kebab case: healthCheck, serviceName → "tributary.dev/health-check-service-name".
-func annotationKey(group, field string) string {
-	return source.AnnotationPrefix + kebab(group) + "-" + kebab(field)
-}
-
-// kebab turns camelCase into kebab-case ("http2Keepalive" → "http2-keepalive").
-func kebab(s string) string {
-	var b strings.Builder
-	for _, r := range s {
-		if unicode.IsUpper(r) {
-			b.WriteByte('-')
-			r = unicode.ToLower(r)
-		}
-		b.WriteRune(r)
-	}
-	return b.String()
-}
-
 // annotationFields maps every annotation key translation knows to where its
 // value goes: the group's index in ExtensionOptions and the field's index
 // in the group.
@@ -98,7 +78,7 @@ var annotationFields = func() map[string][2]int {
 	for g, group := range optionGroups {
 		t := group.Type.Elem()
 		for f := range t.NumField() {
-			keys[annotationKey(jsonName(group), jsonName(t.Field(f)))] = [2]int{g, f}
+			keys[source.AnnotationKey(jsonName(group), jsonName(t.Field(f)))] = [2]int{g, f}
 		}
 	}
 	return keys
@@ -258,7 +238,7 @@ func CheckExtensionDefaults(settings source.Settings) []string {
 func (o *optionsInForce) group(group string) string {
 	switch o.origins[group] {
 	case originAnnotations:
-		return "the " + source.Quote(annotationKey(group, "")+"*") + " annotations"
+		return "the " + source.Quote(source.AnnotationKey(group, "")+"*") + " annotations"
 	case originDefaults:
 		return "setting extensionDefaults." + group
 	default:

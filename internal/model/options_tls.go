@@ -322,7 +322,7 @@ func ClientCertificateSecrets(es *source.ExtensionService, settings source.Setti
 	if o := es.Spec.Options; o != nil && o.TLS != nil && o.TLS.ClientCertificate != nil {
 		refs = append(refs, *o.TLS.ClientCertificate)
 	}
-	if ref, ok := es.Annotations[annotationKey(tlsGroup, "clientCertificate")]; ok {
+	if ref, ok := es.Annotations[source.AnnotationKey(tlsGroup, "clientCertificate")]; ok {
 		refs = append(refs, ref)
 	}
 	if d := settings.ExtensionDefaults; d != nil && d.TLS != nil && d.TLS.ClientCertificate != nil {

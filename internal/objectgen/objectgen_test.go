@@ -85,7 +85,7 @@ func TestKnobs(t *testing.T) {
 				}
 				for k := range es.Annotations {
 					found["annotation"] = true
-					if !slices.Contains(objectgen.AnnotationKeys(), k) {
+					if !slices.Contains(model.AnnotationKeys(), k) {
 						found["unknown annotation"] = true
 					}
 				}
@@ -164,13 +164,5 @@ func TestKnobs(t *testing.T) {
 		if none[what] {
 			t.Errorf("every knob off: %s generated", what)
 		}
-	}
-}
-
-// The generator's annotations are the ones translation reads: derived
-// from the same API field names, the same way.
-func TestAnnotationKeysAreTranslations(t *testing.T) {
-	if diff := cmp.Diff(model.AnnotationKeys(), objectgen.AnnotationKeys()); diff != "" {
-		t.Errorf("annotation keys differ (-model +objectgen):\n%s", diff)
 	}
 }

@@ -3,10 +3,8 @@ package objectgen
 import (
 	"fmt"
 	"reflect"
-	"slices"
 	"strconv"
 	"strings"
-	"unicode"
 
 	"github.com/tributary-dev/tributary/internal/source"
 )
@@ -273,7 +271,7 @@ func (g *Generator) Annotations(opts *source.ExtensionOptions) map[string]string
 			if field.IsNil() {
 				continue
 			}
-			key := annotationKey(groupName, fields.Type().Field(f).Tag.Get("json"))
+			key := source.AnnotationKey(groupName, fields.Type().Field(f).Tag.Get("json"))
 			a[key] = annotationValue(field)
 			if g.o.InvalidSpecs && g.Chance(8) {
 				if bad := g.optionVals.unparsable[field.Type().Elem().Kind()]; len(bad) > 0 {
@@ -306,39 +304,4 @@ func annotationValue(field reflect.Value) string {
 		return strings.Join(v, ", ")
 	}
 	panic(fmt.Sprintf("objectgen: no annotation format for %s", field.Type()))
-}
-
-// kebab turns a json name into the words of an annotation key
-// ("http2Keepalive" → "http2-keepalive").
-func kebab(s string) string {
-	var b strings.Builder
-	for _, r := range s {
-		if unicode.IsUpper(r) {
-			b.WriteByte('-')
-			r = unicode.ToLower(r)
-		}
-		b.WriteRune(r)
-	}
-	return b.String()
-}
-
-// AnnotationKeys lists the annotation of every option field, sorted, as
-// Annotations derives them; its tests hold them to translation's.
-func AnnotationKeys() []string {
-	var keys []string
-	groups := reflect.TypeFor[source.ExtensionOptions]()
-	for i := range groups.NumField() {
-		group := groups.Field(i)
-		fields := group.Type.Elem()
-		for f := range fields.NumField() {
-			keys = append(keys, annotationKey(group.Tag.Get("json"), fields.Field(f).Tag.Get("json")))
-		}
-	}
-	slices.Sort(keys)
-	return keys
-}
-
-// annotationKey is the annotation of a field of a group, by json names.
-func annotationKey(group, field string) string {
-	return source.AnnotationPrefix + kebab(group) + "-" + kebab(field)
 }

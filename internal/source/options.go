@@ -1,5 +1,10 @@
 package source
 
+import (
+	"strings"
+	"unicode"
+)
+
 // ExtensionOptions mirrors tributary.v1.ExtensionOptions: the settings of
 // an extension Cluster that Contour's CRD has no field for. A nil group is
 // absent; within a group a nil pointer is an unset field. Durations are
@@ -88,4 +93,25 @@ type ClientSideWeightedRoundRobin struct {
 	WeightExpirationPeriod  *string  `json:"weightExpirationPeriod"`
 	WeightUpdatePeriod      *string  `json:"weightUpdatePeriod"`
 	ErrorUtilizationPenalty *float64 `json:"errorUtilizationPenalty"`
+}
+
+// AnnotationKey is the annotation of a field of an option group, derived
+// from their JSON names in kebab case: healthCheck, serviceName →
+// "tributary.dev/health-check-service-name". An empty field gives the
+// group's prefix ("tributary.dev/health-check-").
+func AnnotationKey(group, field string) string {
+	return AnnotationPrefix + kebab(group) + "-" + kebab(field)
+}
+
+// kebab turns camelCase into kebab-case ("http2Keepalive" → "http2-keepalive").
+func kebab(s string) string {
+	var b strings.Builder
+	for _, r := range s {
+		if unicode.IsUpper(r) {
+			b.WriteByte('-')
+			r = unicode.ToLower(r)
+		}
+		b.WriteRune(r)
+	}
+	return b.String()
 }

@@ -183,30 +183,30 @@ func lenOf(s *string) int {
 	return len(*s)
 }
 
-// The annotations' keys start with their group's words; the ones whose
+// The annotations' keys start with their group's prefix; the ones whose
 // value lands in the Cluster as a string are named. TestAnnotationGroups
 // holds them to model's keys.
 var annotationGroups = []struct {
 	prefix string
 	group  optionGroups
 }{
-	{source.AnnotationPrefix + "health-check-", optHealthCheck},
-	{source.AnnotationPrefix + "outlier-detection-", optOutlierDetection},
-	{source.AnnotationPrefix + "tls-", optTLS},
-	{source.AnnotationPrefix + "http2-keepalive-", optHTTP2Keepalive},
-	{source.AnnotationPrefix + "tcp-keepalive-", optTCPKeepalive},
-	{source.AnnotationPrefix + "connection-limits-", optConnectionLimits},
-	{source.AnnotationPrefix + "slow-start-", optSlowStart},
-	{source.AnnotationPrefix + "client-side-weighted-round-robin-", optCSWRR},
+	{source.AnnotationKey("healthCheck", ""), optHealthCheck},
+	{source.AnnotationKey("outlierDetection", ""), optOutlierDetection},
+	{source.AnnotationKey("tls", ""), optTLS},
+	{source.AnnotationKey("http2Keepalive", ""), optHTTP2Keepalive},
+	{source.AnnotationKey("tcpKeepalive", ""), optTCPKeepalive},
+	{source.AnnotationKey("connectionLimits", ""), optConnectionLimits},
+	{source.AnnotationKey("slowStart", ""), optSlowStart},
+	{source.AnnotationKey("clientSideWeightedRoundRobin", ""), optCSWRR},
 }
 
-const (
-	annotationServiceName       = source.AnnotationPrefix + "health-check-service-name"
-	annotationAuthority         = source.AnnotationPrefix + "health-check-authority"
-	annotationHealthCheckPort   = source.AnnotationPrefix + "health-check-port"
-	annotationSNI               = source.AnnotationPrefix + "tls-sni"
-	annotationClientCertificate = source.AnnotationPrefix + "tls-client-certificate"
-	annotationCipherSuites      = source.AnnotationPrefix + "tls-cipher-suites"
+var (
+	annotationServiceName       = source.AnnotationKey("healthCheck", "serviceName")
+	annotationAuthority         = source.AnnotationKey("healthCheck", "authority")
+	annotationHealthCheckPort   = source.AnnotationKey("healthCheck", "port")
+	annotationSNI               = source.AnnotationKey("tls", "sni")
+	annotationClientCertificate = source.AnnotationKey("tls", "clientCertificate")
+	annotationCipherSuites      = source.AnnotationKey("tls", "cipherSuites")
 )
 
 // annotationSizes measures option groups as annotations write them. A key
