@@ -13,6 +13,7 @@ var programs = map[string]string{
 	"tributary":    "./cmd/tributary",
 	"authzbackend": "./test/e2e/cmd/authzbackend",
 	"xdscaller":    "./test/e2e/cmd/xdscaller",
+	"contourhost":  "./test/e2e/cmd/contourhost",
 }
 
 func TestMain(m *testing.M) {
