@@ -6,7 +6,7 @@
 //
 // Usage:
 //
-//	xdscaller --target xds:///NAME [--calls N] [--call-timeout 5s]
+//	xdscaller --target xds:///NAME [--calls N] [--call-timeout 5s] [--map-documentation-addresses]
 //
 // The xDS client reads its bootstrap from GRPC_XDS_BOOTSTRAP_CONFIG (inline
 // JSON) or GRPC_XDS_BOOTSTRAP (a file), as every gRPC xDS client does.
@@ -19,6 +19,16 @@
 // prints their tally as one line. It exits at EOF. The long-running form
 // lets a test watch one client follow configuration changes, and survive a
 // management server that goes away and comes back.
+//
+// With --map-documentation-addresses, the channel dials an endpoint in a
+// documentation range on loopback instead: 192.0.2.N:P becomes 127.0.0.1:P
+// and [2001:db8::N]:P becomes [::1]:P, and it refuses every other address.
+// Kubernetes refuses EndpointSlices that name loopback addresses, so the
+// tests against a real API server name their backends (which listen on
+// 127.0.0.1) by documentation addresses; the refusal guarantees that no
+// such test sends traffic off this machine. Only the channel's own
+// connections to its endpoints are mapped: the xDS client dials the
+// management server on a connection of its own, with its own dialer.
 //
 // A tally is a JSON object:
 //
@@ -35,6 +45,8 @@ import (
 	"encoding/json"
 	"flag"
 	"fmt"
+	"net"
+	"net/netip"
 	"os"
 	"strconv"
 	"strings"
@@ -64,19 +76,24 @@ func main() {
 	target := flag.String("target", "", "the `xds:///NAME` target to dial (required)")
 	calls := flag.Int("calls", 0, "make `N` calls, print the tally and exit; 0 reads counts from stdin")
 	callTimeout := flag.Duration("call-timeout", 5*time.Second, "how long one call may wait, including for the first configuration")
+	mapAddresses := flag.Bool("map-documentation-addresses", false, "dial endpoints in 192.0.2.0/24 and 2001:db8::/32 on loopback (same port), and refuse every other endpoint")
 	flag.Parse()
 	if *target == "" {
 		fmt.Fprintln(os.Stderr, "xdscaller: --target is required")
 		os.Exit(2)
 	}
-	if err := run(*target, *calls, *callTimeout); err != nil {
+	opts := []grpc.DialOption{grpc.WithTransportCredentials(insecure.NewCredentials())}
+	if *mapAddresses {
+		opts = append(opts, grpc.WithContextDialer(dialOnLoopback))
+	}
+	if err := run(*target, *calls, *callTimeout, opts); err != nil {
 		fmt.Fprintln(os.Stderr, "xdscaller:", err)
 		os.Exit(1)
 	}
 }
 
-func run(target string, calls int, callTimeout time.Duration) error {
-	conn, err := grpc.NewClient(target, grpc.WithTransportCredentials(insecure.NewCredentials()))
+func run(target string, calls int, callTimeout time.Duration, opts []grpc.DialOption) error {
+	conn, err := grpc.NewClient(target, opts...)
 	if err != nil {
 		return err
 	}
@@ -135,4 +152,44 @@ func check(authz authv3.AuthorizationClient, callTimeout time.Duration) (string,
 		}
 	}
 	return "", nil
+}
+
+// Documentation ranges (RFC 5737, RFC 3849): addresses no network routes,
+// which EndpointSlice validation accepts.
+var (
+	documentationIPv4 = netip.MustParsePrefix("192.0.2.0/24")
+	documentationIPv6 = netip.MustParsePrefix("2001:db8::/32")
+)
+
+// loopbackFor maps an endpoint address in a documentation range to the
+// same port on loopback (IPv4 to 127.0.0.1, IPv6 to ::1), and refuses any
+// other address, so that a test cannot send traffic off this machine
+// whatever its EndpointSlices say.
+func loopbackFor(address string) (netip.AddrPort, error) {
+	ap, err := netip.ParseAddrPort(address)
+	if err != nil {
+		return netip.AddrPort{}, fmt.Errorf("endpoint %q: %w", address, err)
+	}
+	addr := ap.Addr().Unmap()
+	switch {
+	case addr.Zone() != "":
+		return netip.AddrPort{}, fmt.Errorf("endpoint %q has a zone: refused, only documentation addresses are dialed", address)
+	case documentationIPv4.Contains(addr):
+		return netip.AddrPortFrom(netip.AddrFrom4([4]byte{127, 0, 0, 1}), ap.Port()), nil
+	case documentationIPv6.Contains(addr):
+		return netip.AddrPortFrom(netip.IPv6Loopback(), ap.Port()), nil
+	}
+	return netip.AddrPort{}, fmt.Errorf("endpoint %q is not in %v or %v: refused, only documentation addresses are dialed", address, documentationIPv4, documentationIPv6)
+}
+
+// dialOnLoopback is the channel's dialer under
+// --map-documentation-addresses: it dials loopbackFor(address) over TCP,
+// as gRPC's default dialer would dial address.
+func dialOnLoopback(ctx context.Context, address string) (net.Conn, error) {
+	ap, err := loopbackFor(address)
+	if err != nil {
+		return nil, err
+	}
+	var d net.Dialer
+	return d.DialContext(ctx, "tcp", ap.String())
 }
