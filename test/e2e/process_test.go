@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"fmt"
 	"os"
 	"testing"
 
@@ -19,6 +20,11 @@ var programs = map[string]string{
 func TestMain(m *testing.M) {
 	code := m.Run()
 	testproc.RemoveBuilds()
+	// The API server and etcd would outlive the test binary.
+	if err := stopKubeAPI(); err != nil {
+		fmt.Fprintln(os.Stderr, "stopping the Kubernetes API server:", err)
+		code = max(code, 1)
+	}
 	os.Exit(code)
 }
 

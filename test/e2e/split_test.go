@@ -192,16 +192,16 @@ type callerProcess struct {
 	process *testproc.Process
 }
 
-// bootstrap is the gRPC xDS bootstrap of a client with node id in the test's
-// node group.
-func bootstrap(xdsAddress, nodeID string) string {
+// bootstrap is the gRPC xDS bootstrap of a client with node id in node
+// group group.
+func bootstrap(xdsAddress, nodeID, group string) string {
 	b, err := json.Marshal(map[string]any{
 		"xds_servers": []any{map[string]any{
 			"server_uri":      xdsAddress,
 			"channel_creds":   []any{map[string]any{"type": "insecure"}},
 			"server_features": []string{"xds_v3"},
 		}},
-		"node": map[string]any{"id": nodeID, "cluster": nodeGroup},
+		"node": map[string]any{"id": nodeID, "cluster": group},
 	})
 	if err != nil {
 		panic(err)
@@ -209,10 +209,20 @@ func bootstrap(xdsAddress, nodeID string) string {
 	return string(b)
 }
 
+// startCaller starts a caller of the split test's ExtensionService, in its
+// node group.
 func startCaller(tb testing.TB, xdsAddress, nodeID string) *callerProcess {
 	tb.Helper()
-	env := []string{"GRPC_XDS_BOOTSTRAP_CONFIG=" + bootstrap(xdsAddress, nodeID), "GRPC_XDS_BOOTSTRAP="}
-	return &callerProcess{process: testproc.StartEnv(tb, program(tb, "xdscaller"), env, "--target", "xds:///"+clusterName)}
+	return startCallerOf(tb, xdsAddress, nodeID, nodeGroup, clusterName)
+}
+
+// startCallerOf starts a caller with node id in node group group, dialing
+// xds:///cluster, with xdscaller's extra flags args.
+func startCallerOf(tb testing.TB, xdsAddress, nodeID, group, cluster string, args ...string) *callerProcess {
+	tb.Helper()
+	env := []string{"GRPC_XDS_BOOTSTRAP_CONFIG=" + bootstrap(xdsAddress, nodeID, group), "GRPC_XDS_BOOTSTRAP="}
+	args = append([]string{"--target", "xds:///" + cluster}, args...)
+	return &callerProcess{process: testproc.StartEnv(tb, program(tb, "xdscaller"), env, args...)}
 }
 
 // tally is xdscaller's answer to one command.
@@ -327,9 +337,16 @@ func measureSplit(tb testing.TB, step string, c *callerProcess, backends map[str
 }
 
 // watchBoth opens a State-of-the-World and a Delta ADS watcher on the
-// test's node group, subscribed to the ExtensionService's Listener, Cluster
-// and ClusterLoadAssignment.
+// split test's node group, subscribed to its ExtensionService's Listener,
+// Cluster and ClusterLoadAssignment.
 func watchBoth(tb testing.TB, xdsAddress string) []*xdstest.Watcher {
+	tb.Helper()
+	return watchBothOf(tb, xdsAddress, nodeGroup, clusterName)
+}
+
+// watchBothOf is watchBoth for node group group, subscribed to the
+// Listener, Cluster and ClusterLoadAssignment named cluster.
+func watchBothOf(tb testing.TB, xdsAddress, group, cluster string) []*xdstest.Watcher {
 	tb.Helper()
 	conn, err := grpc.NewClient(xdsAddress, grpc.WithTransportCredentials(insecure.NewCredentials()))
 	if err != nil {
@@ -337,13 +354,13 @@ func watchBoth(tb testing.TB, xdsAddress string) []*xdstest.Watcher {
 	}
 	tb.Cleanup(func() { conn.Close() })
 	subscriptions := map[string][]string{
-		resourcev3.ListenerType: {clusterName},
-		resourcev3.ClusterType:  {clusterName},
-		resourcev3.EndpointType: {clusterName},
+		resourcev3.ListenerType: {cluster},
+		resourcev3.ClusterType:  {cluster},
+		resourcev3.EndpointType: {cluster},
 	}
 	var out []*xdstest.Watcher
 	for _, mode := range []xdstest.Mode{xdstest.SotW, xdstest.Delta} {
-		node := &corev3.Node{Id: "e2e-watcher-" + string(mode), Cluster: nodeGroup}
+		node := &corev3.Node{Id: "e2e-watcher-" + string(mode), Cluster: group}
 		out = append(out, xdstest.Watch(tb.Context(), tb, conn, mode, node, subscriptions))
 	}
 	return out
