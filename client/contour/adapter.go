@@ -16,9 +16,13 @@ import (
 	tributaryv1 "github.com/tributary-dev/tributary/gen/go/tributary/v1"
 )
 
-// DefaultDebounce is how long an Adapter collects informer events before it
-// sends them: long enough to put a Deployment rollout's bursts of
-// EndpointSlice updates in one batch, short enough not to delay endpoints.
+// DefaultDebounce is the shortest time between two automatic flushes of an
+// Adapter. A change that arrives when no automatic flush has started for
+// that long is sent at once, since Contour's own EndpointSlice path has no
+// hold-off and a lone change must not wait for a burst that never comes;
+// the changes that follow it within the interval are sent together when
+// it ends, so a Deployment rollout's burst of EndpointSlice updates still
+// goes in few batches.
 const DefaultDebounce = 100 * time.Millisecond
 
 // ClusterSink receives Clusters, as Contour's cluster cache would. changed
@@ -65,9 +69,16 @@ type StatusWriter interface {
 // Nothing is sent before the first Flush: call it once every informer has
 // synced, so the first batch holds the complete initial list and no status
 // is ever written from a partial view (an ExtensionService whose Service has
-// not been listed yet is not "unresolved"). After that, changes are sent
-// the debounce time (WithDebounce) after the first of them, in one batch,
-// and each sink is called with only what changed.
+// not been listed yet is not "unresolved"). After that, changes flush by
+// themselves, at most once per debounce interval (WithDebounce): a change
+// that arrives after a quiet period, when no automatic flush has started
+// within the interval, is sent at once; changes that arrive while a flush
+// runs or within the interval after the last one started are sent together
+// when the interval ends (at once, if that flush outlasted it). So a lone
+// change, such as one EndpointSlice update, reaches Envoy without waiting,
+// as on Contour's own EndpointSlice path, and a rollout's burst is still
+// coalesced into a batch per interval. Each sink is called with only what
+// changed.
 //
 // An Adapter is safe for concurrent use.
 type Adapter struct {
@@ -83,6 +94,11 @@ type Adapter struct {
 	unwrap    func(any) (any, bool)
 	onError   func(error)
 
+	// now and afterFunc are time.Now and time.AfterFunc, replaced in
+	// tests to step through the debounce interval without waiting.
+	now       func() time.Time
+	afterFunc func(time.Duration, func()) stopper
+
 	mu sync.Mutex
 	// started is set by the first Flush: from then on changes flush by
 	// themselves.
@@ -91,10 +107,20 @@ type Adapter struct {
 	dirty bool
 	// scheduled is set while an automatic flush waits or runs; one at a time.
 	scheduled bool
-	closed    bool
-	timer     *time.Timer
-	flushes   sync.WaitGroup
+	// lastAutoFlush is when the last automatic flush started: the next may
+	// start a debounce interval later, no sooner.
+	lastAutoFlush time.Time
+	closed        bool
+	timer         stopper
+	flushes       sync.WaitGroup
 }
+
+// stopper is the part of *time.Timer an Adapter uses.
+type stopper interface {
+	Stop() bool
+}
+
+func afterFunc(d time.Duration, f func()) stopper { return time.AfterFunc(d, f) }
 
 // syncTarget is what an Adapter's events and flushes go to. The batching
 // (debounce, the first Flush, error reporting) is the Adapter's; the target
@@ -130,6 +156,8 @@ func newAdapter(ctx context.Context, opts adapterOptions) *Adapter {
 		debounce:  opts.debounce,
 		unwrap:    opts.unwrap,
 		onError:   opts.onFlushError,
+		now:       time.Now,
+		afterFunc: afterFunc,
 	}
 	if a.debounce == 0 {
 		a.debounce = DefaultDebounce
@@ -235,9 +263,9 @@ func (a *Adapter) Close() {
 	a.flushes.Wait()
 }
 
-// changed records a change and, once started, arms the debounce timer
-// unless a flush is already waiting or running; a flush that finds changes
-// made while it ran arms it again.
+// changed records a change and, once started, arranges an automatic flush
+// unless one is already waiting or running; a flush that finds changes made
+// while it ran arranges the next.
 func (a *Adapter) changed() {
 	a.mu.Lock()
 	defer a.mu.Unlock()
@@ -245,20 +273,30 @@ func (a *Adapter) changed() {
 	a.schedule()
 }
 
-// schedule arms an automatic flush. Called with a.mu held.
+// schedule arms an automatic flush for the end of the debounce interval
+// that began when the last automatic flush started: at once (on a
+// goroutine of the timer's, never the informer's) after a quiet period,
+// later when a flush started less than an interval ago. Called with a.mu
+// held.
 func (a *Adapter) schedule() {
 	if !a.started || a.scheduled || a.closed || a.debounce < 0 {
 		return
 	}
 	a.scheduled = true
 	a.flushes.Add(1)
-	a.timer = time.AfterFunc(a.debounce, a.autoFlush)
+	wait := max(a.lastAutoFlush.Add(a.debounce).Sub(a.now()), 0)
+	a.timer = a.afterFunc(wait, a.autoFlush)
 }
 
 func (a *Adapter) autoFlush() {
 	defer a.flushes.Done()
 	a.mu.Lock()
+	if a.closed {
+		a.mu.Unlock()
+		return
+	}
 	a.dirty = false
+	a.lastAutoFlush = a.now()
 	a.mu.Unlock()
 	err := a.target.Flush(a.ctx)
 	a.mu.Lock()

@@ -70,8 +70,12 @@ func WithStatusWriter(w StatusWriter) AdapterOption {
 	return adapterOptionFunc(func(o *adapterOptions) { o.statuses = w })
 }
 
-// WithDebounce sets how long changes wait to be sent after the first of
-// them; 0 means DefaultDebounce, a negative value sends only on Flush.
+// WithDebounce sets the shortest time between two automatic flushes: a
+// change after a quiet period is sent at once, and the changes that follow
+// it within d are sent together when d has passed since that flush
+// started (see Adapter). 0 means DefaultDebounce; a negative value sends
+// only on Flush. A longer d puts a burst in fewer batches and delays the
+// changes after its first by up to d; a lone change never waits for it.
 func WithDebounce(d time.Duration) AdapterOption {
 	return adapterOptionFunc(func(o *adapterOptions) { o.debounce = d })
 }
