@@ -80,6 +80,15 @@ type StatusWriter interface {
 // coalesced into a batch per interval. Each sink is called with only what
 // changed.
 //
+// With controller-runtime's cache, as Contour has it, the wiring is: one
+// AddEventHandler(adapter) per informer; wait for the cache
+// (WaitForCacheSync) and for every registration's HasSynced, which also
+// says the initial list has been handed to the adapter; then Flush. The
+// StatusWriter must not block: it is called on the goroutine that delivers
+// Clusters and answers Flush. docs/direct-eds.md shows the wiring that the
+// end-to-end tests run against a real API server
+// (test/e2e/cmd/contourhost).
+//
 // An Adapter is safe for concurrent use.
 type Adapter struct {
 	// target receives the objects: session itself, or one session per
