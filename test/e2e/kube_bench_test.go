@@ -193,6 +193,10 @@ func benchKubeEndpointSliceLatency(b *testing.B, n int) {
 //     (every thread) from the first write to convergence, per write.
 func BenchmarkKubeRollout(b *testing.B) {
 	n := *kubeRolloutExtensions
+	// Start the API server and build the programs before the clock runs.
+	kubeAPI(b)
+	program(b, "tributary")
+	program(b, "contourhost")
 	var all kubeRolloutResult
 	runs := 0
 	for b.Loop() {
