@@ -331,9 +331,11 @@ func (ns *kubeNamespace) applyEndpointSlice(tb testing.TB, service string, index
 			Conditions: discoveryv1.EndpointConditions{Ready: &ready},
 		}}
 	}
+	// apply reads what is there into slice: keep what is wanted apart.
+	want := slice.DeepCopy()
 	ns.apply(tb, slice, func(have ctrlclient.Object) {
 		h := have.(*discoveryv1.EndpointSlice)
-		h.Labels, h.AddressType, h.Ports, h.Endpoints = slice.Labels, slice.AddressType, slice.Ports, slice.Endpoints
+		h.Labels, h.AddressType, h.Ports, h.Endpoints = want.Labels, want.AddressType, want.Ports, want.Endpoints
 	})
 }
 
@@ -349,9 +351,9 @@ func documentationAddress(loopback netip.AddrPort) netip.AddrPort {
 	return netip.AddrPortFrom(netip.AddrFrom4([4]byte{192, 0, 2, byte(1 + loopback.Port()%254)}), loopback.Port())
 }
 
-// apply creates obj, or when it exists updates what is there with set (a
-// fresh read each time the update conflicts), as `kubectl apply` would.
-// obj ends up as the server holds it.
+// apply creates obj, or when it exists reads it into obj and changes it
+// with set (a fresh read each time the update conflicts), as `kubectl
+// apply` would. obj ends up as the server holds it; set must not read it.
 func (ns *kubeNamespace) apply(tb testing.TB, obj ctrlclient.Object, set func(have ctrlclient.Object)) {
 	tb.Helper()
 	ctx := tb.Context()
@@ -454,6 +456,10 @@ type hostConfig struct {
 	// Tributary lists the gRPC addresses of the Tributary servers: one
 	// runs the host with --tributary, several with --tributary-replicas.
 	Tributary []string
+	// WatchNamespaces limits the host's informers to these namespaces
+	// (--watch-namespaces); none watches every namespace, as Contour does
+	// by default.
+	WatchNamespaces []string
 	// Args are further flags (--debounce, say).
 	Args []string
 }
@@ -511,6 +517,9 @@ func startHost(tb testing.TB, cfg hostConfig) *hostProcess {
 		args = append(args, "--tributary", cfg.Tributary[0])
 	default:
 		args = append(args, "--tributary-replicas", strings.Join(cfg.Tributary, ","))
+	}
+	if len(cfg.WatchNamespaces) > 0 {
+		args = append(args, "--watch-namespaces", strings.Join(cfg.WatchNamespaces, ","))
 	}
 	args = append(args, cfg.Args...)
 	h := &hostProcess{process: testproc.Start(tb, program(tb, "contourhost"), args...), changed: make(chan struct{})}
