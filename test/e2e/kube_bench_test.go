@@ -359,8 +359,8 @@ func runKubeRollout(b *testing.B, n int) kubeRolloutResult {
 
 // kubeBench is a benchmark's workload in the API server: N
 // ExtensionServices in a namespace of its own, ExtensionService i over
-// Services kubeBenchService(i, 0) and (i, 1), 50/50, each with one
-// EndpointSlice of one ready endpoint.
+// headless Services kubeBenchService(i, 0) and (i, 1), 50/50, each with
+// one EndpointSlice of one ready endpoint.
 type kubeBench struct {
 	ns *kubeNamespace
 	n  int
@@ -464,8 +464,12 @@ func (kb *kubeBench) createExtension(ctx context.Context, i int) error {
 	for j := range 2 {
 		svc := &corev1.Service{
 			ObjectMeta: metav1.ObjectMeta{Namespace: kb.ns.Name(), Name: kubeBenchService(i, j)},
+			// Headless: the API server's Service range
+			// (envtest's 10.0.0.0/24) holds 256 addresses, not 2N,
+			// and translation reads only the ports and the slices.
 			Spec: corev1.ServiceSpec{
-				Type: corev1.ServiceTypeClusterIP,
+				Type:      corev1.ServiceTypeClusterIP,
+				ClusterIP: corev1.ClusterIPNone,
 				Ports: []corev1.ServicePort{{
 					Name:       kubeServicePortName,
 					Port:       kubeServicePort,
