@@ -161,8 +161,9 @@ func stopKubeAPI() error {
 // contourCRDs is the file of Contour's CRDs in the Contour module the main
 // module requires.
 func contourCRDs() (string, error) {
+	// The go command running the test, as testproc finds it.
 	goTool := "go"
-	if goroot := runtime.GOROOT(); goroot != "" {
+	if goroot := os.Getenv("GOROOT"); goroot != "" {
 		if p := filepath.Join(goroot, "bin", "go"); fileExists(p) {
 			goTool = p
 		}
@@ -399,28 +400,6 @@ func (ns *kubeNamespace) validCondition(tb testing.TB, name string) (*contourv1.
 		}
 	}
 	return nil, true
-}
-
-// awaitStatus polls ExtensionService name until its Valid condition has
-// reason wantReason and observedGeneration wantGeneration, and returns that
-// condition.
-func (ns *kubeNamespace) awaitStatus(tb testing.TB, name, wantReason string, wantGeneration int64) contourv1.DetailedCondition {
-	tb.Helper()
-	var last *contourv1.DetailedCondition
-	deadline := time.Now().Add(kubeTimeout)
-	for {
-		c, exists := ns.validCondition(tb, name)
-		if c != nil && c.Reason == wantReason && c.ObservedGeneration == wantGeneration {
-			return *c
-		}
-		if c != nil {
-			last = c
-		}
-		if time.Now().After(deadline) {
-			tb.Fatalf("ExtensionService %s/%s (exists: %v): no Valid condition with reason %q at generation %d within %v; last seen %+v", ns.name, name, exists, wantReason, wantGeneration, kubeTimeout, last)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
 }
 
 // ignoreTransitionTime leaves out of a condition comparison the one field a

@@ -167,17 +167,16 @@ func (s *kubeSplit) awaitServed(t *testing.T, step string, wantCLA *endpointv3.C
 		resourcev3.EndpointType: wantCLA,
 	}
 	for _, w := range s.watchers {
-		st, err := w.Await(kubeTimeout, func(st xdstest.State) bool {
+		_, err := w.Await(kubeTimeout, func(st xdstest.State) bool {
 			for typeURL, m := range want {
 				if !proto.Equal(st.Get(typeURL, s.cluster), m) {
 					return false
 				}
 			}
 			return true
-		}, true)
+		}, false)
 		if err != nil {
-			// Await returns no snapshot at its deadline.
-			st, _ = w.State()
+			st, _ := w.State()
 			for typeURL, m := range want {
 				if diff := gocmp.Diff(m, st.Get(typeURL, s.cluster), protocmp.Transform()); diff != "" {
 					t.Errorf("%s: %s watcher, %s (-want +got):\n%s", step, w.Mode(), typeURL, diff)
