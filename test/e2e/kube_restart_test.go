@@ -902,3 +902,106 @@ func TestKubeRestart(t *testing.T) {
 	}
 	rec.checkClean(t, step)
 }
+
+// followLine matches the host's log line saying its sinks now follow a
+// replica (the replicated adapter's election), with the replica's address
+// and the one it followed before ("" for none).
+var followLine = regexp.MustCompile(`"msg":"tributary: caches now follow replica","address":"([^"]+)","previous":"([^"]*)"`)
+
+// TestKubeReplicaKilled runs two Tributary replicas behind the replicated
+// adapter and kills the one the host follows (its primary) mid-run:
+//
+//   - before: both replicas serve the same Listener, Cluster and
+//     ClusterLoadAssignment, the caller (connected to the other replica)
+//     shows the split;
+//   - the primary is killed: the other replica serves on, unchanged
+//     (checked continuously, and by the caller's calls throughout), the
+//     host fails over to it, its sinks get nothing (the replicas agree)
+//     and no status is rewritten;
+//   - a change after the kill is served by the survivor, its status
+//     written, and the caller follows;
+//   - the killed replica comes back on the same ports: the adapter's
+//     session gives it every object at once, so it serves what the
+//     survivor serves, and the host stays with the survivor.
+func TestKubeReplicaKilled(t *testing.T) {
+	ensureWatchShutdown(t)
+	ns := newKubeNamespace(t)
+	replicas := []*tributaryProcess{startTributaryArgs(t, "127.0.0.1:0", "127.0.0.1:0"), startTributaryArgs(t, "127.0.0.1:0", "127.0.0.1:0")}
+	s := &kubeSplit{ns: ns, backends: map[string][]netip.AddrPort{}, cluster: ns.clusterName(kubeExtension)}
+	services := []string{"authz-a", "authz-b"}
+	for _, svc := range services {
+		for i := range backendsPerService {
+			s.backends[svc] = append(s.backends[svc], startBackend(t, fmt.Sprintf("%s/%d", svc, i)))
+		}
+	}
+	s.host = startHost(t, hostConfig{NodeGroup: ns.Name(), Tributary: []string{replicas[0].grpcAddress, replicas[1].grpcAddress}, Args: []string{"--backoff-max", "1s"}})
+	// The first replica to answer the first flush is the primary.
+	first := s.host.process.WaitLog(t, followLine, kubeTimeout)
+	primary, survivor := replicas[0], replicas[1]
+	if first[1] == survivor.grpcAddress {
+		primary, survivor = survivor, primary
+	}
+	if first[1] != primary.grpcAddress || first[2] != "" {
+		t.Fatalf("the host follows %q (previously %q), not one of the replicas %s and %s", first[1], first[2], primary.grpcAddress, survivor.grpcAddress)
+	}
+	s.srv = survivor
+	primaryWatchers := watchBothOf(t, primary.xdsAddress, ns.Name(), s.cluster)
+	survivorWatchers := watchBothOf(t, survivor.xdsAddress, ns.Name(), s.cluster)
+	s.watchers = append(slices.Clone(primaryWatchers), survivorWatchers...)
+	s.caller = startCallerOf(t, survivor.xdsAddress, "kube-caller", ns.Name(), s.cluster, "--map-documentation-addresses")
+	for _, svc := range services {
+		s.createService(t, svc)
+	}
+
+	step := "80/20 on both replicas"
+	t8020 := []target{{"authz-a", 80}, {"authz-b", 20}}
+	want8020 := map[string]float64{"authz-a": 0.8, "authz-b": 0.2}
+	cla8020 := s.wantAssignment(services, t8020...)
+	gen := ns.applyExtensionService(t, kubeExtension, extensionServiceSpec(t8020...))
+	ns.awaitCondition(t, step, kubeExtension, validCondition(gen))
+	s.awaitServed(t, step, cla8020)
+	awaitSplit(t, step, s.caller, want8020, kubeTimeout)
+	cluster := s.servedCluster(t)
+	recPrimary := recordServed(t, "primary", primary.xdsAddress, ns.Name(), cluster, cla8020)
+	recSurvivor := recordServed(t, "survivor", survivor.xdsAddress, ns.Name(), cluster, cla8020)
+	recPrimary.awaitHolding(t, step, cla8020)
+	recSurvivor.awaitHolding(t, step, cla8020)
+
+	step = "primary killed"
+	recPrimary.checkClean(t, step)
+	recPrimary.stop()
+	rv := ns.resourceVersion(t, kubeExtension)
+	from := len(s.host.Lines())
+	probe := startProbing(t, s.caller, want8020)
+	primary.process.Kill()
+	failover := regexp.MustCompile(`"msg":"tributary: caches now follow replica","address":"` + regexp.QuoteMeta(survivor.grpcAddress) + `","previous":"` + regexp.QuoteMeta(primary.grpcAddress) + `"`)
+	s.host.process.WaitLog(t, failover, kubeTimeout)
+	s.checkStatusUntouched(t, step, rv, from, gen)
+	probe.finish(t, step)
+	recSurvivor.checkClean(t, step)
+	s.checkNoClusterChange(t, step, from)
+
+	step = "after the kill, 50/50"
+	s.watchers = survivorWatchers
+	t5050 := []target{{"authz-a", 50}, {"authz-b", 50}}
+	cla5050 := s.wantAssignment(services, t5050...)
+	recSurvivor.allow(cla8020, cla5050)
+	gen = ns.applyExtensionService(t, kubeExtension, extensionServiceSpec(t5050...))
+	s.host.awaitStatusWrite(t, ns.Name(), kubeExtension, "Valid", gen)
+	ns.awaitCondition(t, step, kubeExtension, validCondition(gen))
+	s.awaitServed(t, step, cla5050)
+	recSurvivor.narrow(t, step, cla5050)
+	awaitSplit(t, step, s.caller, map[string]float64{"authz-a": 0.5, "authz-b": 0.5}, kubeTimeout)
+
+	step = "killed replica back"
+	rv = ns.resourceVersion(t, kubeExtension)
+	from = len(s.host.Lines())
+	primary = startTributaryArgs(t, primary.grpcAddress, primary.xdsAddress)
+	s.awaitServedBy(t, step, watchBothOf(t, primary.xdsAddress, ns.Name(), s.cluster), cla5050)
+	s.checkStatusUntouched(t, step, rv, from, gen)
+	s.checkNoClusterChange(t, step, from)
+	if n := len(followLine.FindAllString(s.host.process.Log(), -1)); n != 2 {
+		t.Fatalf("%s: the host changed replicas %d times, want 2 (the first election and the failover):\n%s", step, n, s.host.process.Log())
+	}
+	recSurvivor.checkClean(t, step)
+}
