@@ -141,13 +141,14 @@ type servedAllowance struct {
 	unpublishedAtStart bool
 }
 
-// servedEvent is one resource a recorder received, or its withdrawal
-// (resource nil).
+// servedEvent is one resource a recorder received, its withdrawal
+// (resource nil), or the end of a stream (ended set).
 type servedEvent struct {
 	at       time.Time
 	mode     xdstest.Mode
 	typeURL  string
 	resource proto.Message
+	ended    error
 }
 
 // servedRecorder checks every response a server sends about one
@@ -176,7 +177,8 @@ type servedRecorder struct {
 var recordedTypes = []string{resourcev3.ListenerType, resourcev3.ClusterType, resourcev3.EndpointType}
 
 // recordServed starts a recorder of what the server at xdsAddress serves
-// node group group about cluster, allowing cluster and any of clas.
+// node group group about cluster, allowing cluster and any of the
+// ClusterLoadAssignments given.
 func recordServed(t *testing.T, label, xdsAddress, group string, cluster *clusterv3.Cluster, clas ...*endpointv3.ClusterLoadAssignment) *servedRecorder {
 	t.Helper()
 	// The server may be away for a while (a restart): reconnect quickly
@@ -190,10 +192,10 @@ func recordServed(t *testing.T, label, xdsAddress, group string, cluster *cluste
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	r := &servedRecorder{
-		label:   label,
-		cluster: cluster.GetName(),
-		cancel:  cancel,
-		allowed: servedAllowance{listener: xds.BuildListener(cluster.GetName()), cluster: cluster, clas: clas},
+		label:    label,
+		cluster:  cluster.GetName(),
+		cancel:   cancel,
+		allowed:  servedAllowance{listener: xds.BuildListener(cluster.GetName()), cluster: cluster, clas: clas},
 		latest:   map[xdstest.Mode]map[string]proto.Message{},
 		received: map[xdstest.Mode]bool{},
 		changed:  make(chan struct{}),
@@ -213,7 +215,7 @@ func recordServed(t *testing.T, label, xdsAddress, group string, cluster *cluste
 					return
 				}
 				r.mu.Lock()
-				r.events = append(r.events, servedEvent{at: time.Now(), mode: mode, typeURL: "stream ended: " + err.Error()})
+				r.events = append(r.events, servedEvent{at: time.Now(), mode: mode, ended: err})
 				r.mu.Unlock()
 				// The next stream waits for the connection to be ready
 				// again; this only keeps a server that refuses streams
@@ -457,14 +459,12 @@ func (r *servedRecorder) withdrawalsSince(t0 time.Time) []servedEvent {
 	defer r.mu.Unlock()
 	var out []servedEvent
 	for _, e := range r.events {
-		if e.resource == nil && !isStreamEnd(e) && !e.at.Before(t0) {
+		if e.resource == nil && e.ended == nil && !e.at.Before(t0) {
 			out = append(out, e)
 		}
 	}
 	return out
 }
-
-func isStreamEnd(e servedEvent) bool { return len(e.typeURL) > 13 && e.typeURL[:13] == "stream ended:" }
 
 // describe lists what the recorder received, for a failure message.
 func (r *servedRecorder) describe() string {
@@ -475,8 +475,8 @@ func (r *servedRecorder) describe() string {
 	for _, e := range r.events[start:] {
 		what := "withdrawn"
 		switch {
-		case isStreamEnd(e):
-			what = ""
+		case e.ended != nil:
+			what = "stream ended: " + e.ended.Error()
 		case e.resource != nil:
 			b, _ := protojson.Marshal(e.resource)
 			what = string(b)
