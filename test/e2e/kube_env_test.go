@@ -127,6 +127,12 @@ func startKubeAPI(assets string) (*kubeControlPlane, error) {
 		ErrorIfCRDPathMissing: true,
 		ControlPlane:          envtest.ControlPlane{APIServer: &envtest.APIServer{CertDir: filepath.Join(dir, "apiserver")}},
 	}}
+	// Told to stop, the API server waits for the watches open on it to
+	// end, and watches never end by themselves: every restart of a server
+	// the host watches would wait out envtest's StopTimeout (20 s) and
+	// fail. With a second's grace it closes them, as a rolling update of
+	// a real API server does, and the host's informers see them end.
+	k.env.ControlPlane.APIServer.Configure().Set("shutdown-watch-termination-grace-period", "1s")
 	if err := os.Mkdir(k.env.ControlPlane.APIServer.CertDir, 0o700); err != nil {
 		return nil, errors.Join(err, os.RemoveAll(dir))
 	}

@@ -99,34 +99,6 @@ func startTributaryArgs(tb testing.TB, grpcAddress, xdsAddress string, args ...s
 	return &tributaryProcess{process: p, grpcAddress: p.Address, xdsAddress: p.XDSAddress, metricsAddress: p.MetricsAddress}
 }
 
-// watchShutdownFlag bounds how long the API server, told to stop, waits
-// for the watches open on it to end. Watches never end by themselves, so
-// without it every stop of an API server that the host watches waits for
-// envtest's StopTimeout (20 s) and then fails; with it the server closes
-// them after a second, as a rolling update of a real API server does, and
-// the host's informers see their watches end.
-const watchShutdownFlag = "shutdown-watch-termination-grace-period"
-
-// ensureWatchShutdown makes sure the API server runs with
-// watchShutdownFlag. The harness starts it without; the first call sets
-// it, restarting the server while nothing watches it yet (call it before
-// the test starts its host). Once the harness sets the flag itself, it
-// does nothing.
-func ensureWatchShutdown(t *testing.T) {
-	t.Helper()
-	api := kubeAPI(t).env.ControlPlane.APIServer
-	if len(api.Configure().Get(watchShutdownFlag).Get(nil)) > 0 {
-		return
-	}
-	if err := api.Stop(); err != nil {
-		t.Fatalf("stopping the API server: %v", err)
-	}
-	api.Configure().Set(watchShutdownFlag, "1s")
-	if err := api.Start(); err != nil {
-		t.Fatalf("starting the API server again: %v", err)
-	}
-}
-
 // servedAllowance is what a servedRecorder accepts.
 type servedAllowance struct {
 	listener proto.Message
@@ -720,7 +692,6 @@ func xdsGroup(t *testing.T, srv *tributaryProcess, name string) (xds.GroupStatus
 //     holds nothing for it (docs/xds.md, "Sessions ending and
 //     reconnecting").
 func TestKubeRestart(t *testing.T) {
-	ensureWatchShutdown(t)
 	ns := newKubeNamespace(t)
 	srv := startTributaryArgs(t, "127.0.0.1:0", "127.0.0.1:0")
 	s := &kubeSplit{ns: ns, srv: srv, backends: map[string][]netip.AddrPort{}, cluster: ns.clusterName(kubeExtension)}
@@ -930,7 +901,6 @@ var followLine = regexp.MustCompile(`"msg":"tributary: caches now follow replica
 //     session gives it every object at once, so it serves what the
 //     survivor serves, and the host stays with the survivor.
 func TestKubeReplicaKilled(t *testing.T) {
-	ensureWatchShutdown(t)
 	ns := newKubeNamespace(t)
 	replicas := []*tributaryProcess{startTributaryArgs(t, "127.0.0.1:0", "127.0.0.1:0"), startTributaryArgs(t, "127.0.0.1:0", "127.0.0.1:0")}
 	s := &kubeSplit{ns: ns, backends: map[string][]netip.AddrPort{}, cluster: ns.clusterName(kubeExtension)}
