@@ -66,7 +66,16 @@ func fullState(typeURL string) bool {
 //   - publishing never blocks on a stream: a (stream, type) is woken by a
 //     response that is built when the server sends it;
 //   - a group's state goes when nothing is published to it and its last
-//     stream closes.
+//     stream closes;
+//   - while the cache holds back (see holding), a group that nothing has
+//     been published to yet is told nothing that says a resource does not
+//     exist: no State-of-the-World first response (which, empty, would
+//     say that no Cluster or Listener exists), no Delta removal, nor any
+//     other response. When a Publication's first update has been applied
+//     (see markKnown), its streams are sent exactly the published state
+//     (over Delta with the removal of only those names the stream holds
+//     that the group does not publish); when the hold ends, exactly what
+//     they would have been sent without it.
 //
 // It identifies the stream a watch belongs to through the callbacks: the
 // server calls OnStreamRequest (or OnStreamDeltaRequest) with a request on
@@ -93,10 +102,22 @@ type cache struct {
 	version uint64
 	// names counts the names all streams subscribe to (Limits.MaxNames).
 	names int
+	// holding is set for the Publisher's first grace period: a server
+	// that has just started cannot know what the sessions of the server
+	// before it published, so it holds back every answer that would
+	// say a resource does not exist to the clients of a group that no
+	// Publication has published to yet, as the previous server would have
+	// kept the group's resources for the grace period after its sessions
+	// ended. known holds, meanwhile, the groups published to, which stay
+	// known when their state goes (forgetLocked).
+	holding bool
+	known   map[string]struct{}
 }
 
-func newCache(versionPrefix string, limits Limits, logger *slog.Logger, metrics Metrics, report func(Nack)) *cache {
+func newCache(versionPrefix string, limits Limits, logger *slog.Logger, metrics Metrics, report func(Nack), holding bool) *cache {
 	return &cache{
+		holding:       holding,
+		known:         map[string]struct{}{},
 		versionPrefix: versionPrefix,
 		limits:        limits.withDefaults(),
 		logger:        logger,
@@ -146,8 +167,11 @@ type groupState struct {
 	// types holds a typeState for every type published to the group or
 	// asked for by one of its streams.
 	types map[string]*typeState
-	// watches counts the (stream, type) watches of the group's clients.
-	watches int
+	// watches holds the (stream, type) watches of the group's clients.
+	watches map[*watch]struct{}
+	// held says that the group is not known yet (see cache.holding): its
+	// watches are not answered, and a removal is not marked for them.
+	held bool
 }
 
 // typeState is one type's resources in a group and who subscribes to them.
@@ -163,10 +187,60 @@ type typeState struct {
 func (c *cache) groupLocked(name string) *groupState {
 	g := c.groups[name]
 	if g == nil {
-		g = &groupState{name: name, types: map[string]*typeState{}}
+		_, known := c.known[name]
+		g = &groupState{name: name, types: map[string]*typeState{}, watches: map[*watch]struct{}{}, held: c.holding && !known}
 		c.groups[name] = g
 	}
 	return g
+}
+
+// markKnown marks the group named name known, once a Publication's
+// update has been applied to it (the whole of its first state, so that its
+// clients are sent one consistent answer), and answers its watches as if
+// the group had never been held (see releaseGroupLocked).
+func (c *cache) markKnown(name string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if !c.holding {
+		return
+	}
+	c.known[name] = struct{}{}
+	if g := c.groups[name]; g != nil {
+		c.releaseGroupLocked(g)
+	}
+}
+
+// endHold ends the hold: every group is known, and every held watch is
+// answered as it would have been without the hold.
+func (c *cache) endHold() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if !c.holding {
+		return
+	}
+	c.holding, c.known = false, nil
+	for _, g := range c.groups {
+		c.releaseGroupLocked(g)
+	}
+}
+
+// releaseGroupLocked ends g's hold: what its watches were not told
+// meanwhile, the removal of what a stream holds that the group does not
+// publish (a Delta stream's names that do not exist among them), is marked
+// now, and every watch with something to send, or a first response owed,
+// is answered.
+func (c *cache) releaseGroupLocked(g *groupState) {
+	if !g.held {
+		return
+	}
+	g.held = false
+	now := time.Now()
+	for w := range g.watches {
+		for name := range w.sent {
+			w.markLocked(name, now)
+		}
+		w.wakeLocked(c, false)
+	}
 }
 
 // typ returns g's typeState of typeURL, creating it.
@@ -186,7 +260,7 @@ func (g *groupState) typ(typeURL string) *typeState {
 
 // forgetLocked drops g once it holds no resource and no watch.
 func (c *cache) forgetLocked(g *groupState) {
-	if g.watches > 0 || c.groups[g.name] != g {
+	if len(g.watches) > 0 || c.groups[g.name] != g {
 		return
 	}
 	for _, t := range g.types {

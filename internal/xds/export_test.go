@@ -14,3 +14,7 @@ func WithdrawStale(p *Publisher, group string) {
 	}
 	p.withdrawLocked(g)
 }
+
+// EndHold ends p's hold on groups not published yet now, as its timer
+// would (see NewPublisher).
+func EndHold(p *Publisher) { p.cache.endHold() }

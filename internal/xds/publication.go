@@ -79,6 +79,11 @@ func (p *Publisher) Open(name string, opts PublicationOptions) (*Publication, er
 //
 // Apply changes nothing once a newer Publication owns the group (which
 // OnSuperseded tells, once) or after Close.
+//
+// The first Apply to a group that no Publication has published to since
+// the Publisher started ends the group's hold (see NewPublisher), even
+// when c is empty: its clients are then sent what it published, as one
+// answer. A session's first Apply must therefore be its whole state.
 func (pub *Publication) Apply(c translate.Changes) {
 	p := pub.p
 	clusters := p.prepare(pub.group.name, resourcev3.ClusterType, c.Clusters, clusterBody)
@@ -102,6 +107,9 @@ func (pub *Publication) Apply(c translate.Changes) {
 		}
 		p.updateLocked(g, resourcev3.ListenerType, listeners, c.RemovedClusters)
 	}
+	// After every type is updated, so that no client is answered before
+	// the group's state is whole.
+	p.cache.markKnown(g.name)
 }
 
 // prepare turns rs into resources ready to send: a version that some group

@@ -29,6 +29,10 @@ type Publisher struct {
 	ctx    context.Context
 	cancel context.CancelFunc
 
+	// hold ends the cache's hold (see cache.holding) when the first grace
+	// period after NewPublisher ends; nil without one.
+	hold *time.Timer
+
 	mu     sync.Mutex
 	groups map[string]*group
 }
@@ -49,6 +53,17 @@ type group struct {
 }
 
 // NewPublisher returns a Publisher with no groups.
+//
+// For the first grace period (Options.WithdrawGrace) it holds back, from
+// the clients of a group that no Publication has published to yet, every
+// answer that would say a resource does not exist: a server that has just
+// started, after a restart or as a new replica, does not know what the
+// sessions of the server before it published, which that server would
+// have kept serving for the grace period after they ended. Their sessions
+// reconnect to it and publish the group again: its clients are then sent
+// the group's state as published. A group published once is never held
+// again; when the period ends, every client still held is answered as it
+// would have been without the hold.
 func NewPublisher(opts Options) *Publisher {
 	logger := opts.Logger
 	if logger == nil {
@@ -63,7 +78,10 @@ func NewPublisher(opts Options) *Publisher {
 		cancel:  cancel,
 		groups:  map[string]*group{},
 	}
-	p.cache = newCache(newVersionPrefix(), opts.Limits, logger, opts.Metrics, p.nacked)
+	p.cache = newCache(newVersionPrefix(), opts.Limits, logger, opts.Metrics, p.nacked, p.grace > 0)
+	if p.grace > 0 {
+		p.hold = time.AfterFunc(p.grace, p.cache.endHold)
+	}
 	return p
 }
 
@@ -115,6 +133,9 @@ func (p *Publisher) nacked(n Nack) {
 // server, whose GracefulStop would otherwise wait for the streams forever.
 func (p *Publisher) Shutdown() {
 	p.cancel()
+	if p.hold != nil {
+		p.hold.Stop()
+	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	for _, g := range p.groups {

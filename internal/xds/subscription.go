@@ -17,7 +17,7 @@ func (c *cache) detachLocked(w *watch) {
 	}
 	c.names -= len(w.names)
 	delete(w.typ.wildcards, w)
-	w.group.watches--
+	delete(w.group.watches, w)
 	c.forgetLocked(w.group)
 }
 

@@ -70,6 +70,9 @@ type watch struct {
 	// that tells a current cancel function from a stale one.
 	open       bool
 	generation uint64
+	// owed says the open watch is owed a response even if it has nothing
+	// to send (see wakeLocked's force), held back while its group is.
+	owed bool
 	sotwOut    chan cachev3.Response
 	sotwReq    *cachev3.Request
 	deltaOut   chan cachev3.DeltaResponse
@@ -144,7 +147,7 @@ func (c *cache) moveLocked(w *watch, g *groupState, typeURL string) {
 		c.detachLocked(w)
 	}
 	w.group, w.typ = g, g.typ(typeURL)
-	g.watches++
+	g.watches[w] = struct{}{}
 	w.names = map[string]struct{}{}
 	w.wildcard = false
 	c.subscribeLocked(w, slices.Collect(maps.Keys(names)))
@@ -176,6 +179,11 @@ func (w *watch) markLocked(name string, now time.Time) bool {
 	if r == nil && !w.delta && !fullState(w.typ.typeURL) {
 		return false
 	}
+	// Nor is a stream of a group not known yet (see cache.holding): the
+	// group's first publication or the end of the hold marks it again.
+	if r == nil && w.group.held {
+		return false
+	}
 	first := len(w.changed) == 0
 	if first {
 		w.changedSince = now
@@ -189,11 +197,22 @@ func (w *watch) markLocked(name string, now time.Time) bool {
 // answer is built when the server sends it (see response.go), so that a
 // stream is sent the latest versions at the moment it is written to, and
 // nothing is built for a stream whose watch the server drops.
+//
+// The watch of a group not known yet (see cache.holding) is not answered,
+// even with a resource: the group's first publication answers it with the
+// whole of its first state. A first response it is owed waits until then.
 func (w *watch) wakeLocked(c *cache, force bool) {
-	if !w.open || (len(w.changed) == 0 && !force) {
+	if !w.open {
 		return
 	}
-	w.open = false
+	if w.group.held {
+		w.owed = w.owed || force
+		return
+	}
+	if len(w.changed) == 0 && !force && !w.owed {
+		return
+	}
+	w.open, w.owed = false, false
 	var sent bool
 	if w.delta {
 		select {

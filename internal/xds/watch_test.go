@@ -21,7 +21,7 @@ import (
 // call at a time, so that the withdrawal falls exactly in that gap (over a
 // real stream it does only now and then, with a slow reader).
 func TestWildcardUnsubscribeThenWithdraw(t *testing.T) {
-	c := newCache("test-", Limits{}, slog.New(slog.NewTextHandler(io.Discard, nil)), nil, func(Nack) {})
+	c := newCache("test-", Limits{}, slog.New(slog.NewTextHandler(io.Discard, nil)), nil, func(Nack) {}, false)
 	const id, name = 1, "extension/ns/c"
 	if err := c.OnDeltaStreamOpen(t.Context(), id, ""); err != nil {
 		t.Fatal(err)
