@@ -124,3 +124,86 @@ func TestTakeoverWithinGrace(t *testing.T) {
 	}
 	expectDeltaRemovals(t, c, ch, "after the grace period")
 }
+
+// A Publisher that has just started is a restarted server, or a new
+// replica: for the grace period, the clients of a group that no
+// Publication has published to are told nothing, neither by a
+// Publication that ends or is superseded before it applies anything; the
+// session that restores the group sends them exactly its state, over Delta
+// with the removal of only what they hold that it does not publish.
+func TestHoldUntilSessionRestores(t *testing.T) {
+	p, conn := startServer(t, xds.Options{WithdrawGrace: time.Hour})
+	_, v1 := translated(3, 1)
+	all := names(v1.Clusters)
+	restored := translate.Changes{Clusters: v1.Clusters[:2], ClusterLoadAssignments: v1.ClusterLoadAssignments[:2]}
+
+	c := xdstest.NewDelta(t, conn)
+	held := map[string]string{} // what the client holds of the server before
+	for _, r := range v1.Clusters {
+		held[r.Name] = r.Version
+	}
+	held[all[1]] = "an older version"
+	c.Send(&discoveryv3.DeltaDiscoveryRequest{Node: node("envoy-1"), TypeUrl: resourcev3.ClusterType, InitialResourceVersions: held})
+	sc := xdstest.NewSotW(t, conn)
+	sc.Send(&discoveryv3.DiscoveryRequest{Node: node("envoy-2"), TypeUrl: resourcev3.ClusterType})
+	awaitWatches(t, p, 2)
+
+	// Sessions that end before they publish anything release nothing.
+	closed := mustOpen(t, p, "edge", xds.PublicationOptions{})
+	closed.Close()
+	superseded := mustOpen(t, p, "edge", xds.PublicationOptions{})
+	pub := mustOpen(t, p, "edge", xds.PublicationOptions{})
+	superseded.Apply(translate.Changes{})
+
+	// Responses on a stream come in order: the first one read is the
+	// first one sent.
+	pub.Apply(restored)
+	resp := c.Recv()
+	if got, want := xdstest.DeltaNames(resp), all[1:2]; !slices.Equal(got, want) {
+		t.Errorf("Delta: the first response carries %v, want %v (what the client holds in another version)", got, want)
+	}
+	if got, want := resp.GetRemovedResources(), all[2:]; !slices.Equal(got, want) {
+		t.Errorf("Delta: the first response removes %v, want %v (what the client holds that the session does not publish)", got, want)
+	}
+	if got, want := xdstest.SotWNames(t, sc.Recv()), all[:2]; !slices.Equal(got, want) {
+		t.Errorf("State of the World: the first response carries %v, want %v", got, want)
+	}
+}
+
+// When the grace period ends before a session publishes the group, its
+// clients are answered as if there had been no hold.
+func TestHoldEndsWithoutSession(t *testing.T) {
+	p, conn := startServer(t, xds.Options{WithdrawGrace: time.Hour})
+	sc := xdstest.NewSotW(t, conn)
+	sc.Send(&discoveryv3.DiscoveryRequest{Node: node("envoy-2"), TypeUrl: resourcev3.ClusterType})
+	c := xdstest.NewDelta(t, conn)
+	c.Send(&discoveryv3.DeltaDiscoveryRequest{Node: node("envoy-1"), TypeUrl: resourcev3.ClusterType, InitialResourceVersions: map[string]string{"extension/ns/gone": "v1"}})
+	awaitWatches(t, p, 2)
+	xds.EndHold(p)
+	if got := xdstest.SotWNames(t, sc.Recv()); len(got) != 0 {
+		t.Errorf("State of the World: got %v, want the empty first response", got)
+	}
+	if got := c.Recv().GetRemovedResources(); !slices.Equal(got, []string{"extension/ns/gone"}) {
+		t.Errorf("Delta: removed %v, want what the client held", got)
+	}
+}
+
+// awaitWatches waits until the server has opened n watches: the requests
+// sent before have been handled.
+func awaitWatches(t *testing.T, p *xds.Publisher, n int) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		got := 0
+		for _, s := range p.Streams() {
+			got += len(s.Types)
+		}
+		if got >= n {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the server holds %d watches, want %d", got, n)
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
