@@ -115,10 +115,12 @@ func (c *Client) Sync(ctx context.Context, settings *tributaryv1.Settings, opts 
 }
 
 // Upsert adds objects to the desired set or replaces those with the same
-// kind, namespace and name. An object equal to the one already desired is
-// not sent again, so informer resyncs cost nothing. The session keeps the
-// objects: don't modify them afterwards.
-func (s *SyncSession) Upsert(objs ...*tributaryv1.KubernetesObject) {
+// kind, namespace and name, and reports whether the set changed. An object
+// equal to the one already desired is not sent again, so informer resyncs
+// cost nothing, and a caller that flushes after each change can tell that
+// there is nothing to flush. The session keeps the objects: don't modify
+// them afterwards.
+func (s *SyncSession) Upsert(objs ...*tributaryv1.KubernetesObject) (changed bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for _, obj := range objs {
@@ -128,12 +130,14 @@ func (s *SyncSession) Upsert(objs ...*tributaryv1.KubernetesObject) {
 		}
 		s.desired[k] = obj
 		s.pending[k] = struct{}{}
+		changed = true
 	}
+	return changed
 }
 
-// Delete removes objects from the desired set; deleting an object that is
-// not in it does nothing.
-func (s *SyncSession) Delete(refs ...*tributaryv1.ObjectReference) {
+// Delete removes objects from the desired set, and reports whether the set
+// changed: deleting an object that is not in it does nothing.
+func (s *SyncSession) Delete(refs ...*tributaryv1.ObjectReference) (changed bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for _, ref := range refs {
@@ -143,7 +147,9 @@ func (s *SyncSession) Delete(refs ...*tributaryv1.ObjectReference) {
 		}
 		delete(s.desired, k)
 		s.pending[k] = struct{}{}
+		changed = true
 	}
+	return changed
 }
 
 // Flush sends the changes made since the last batch and waits until the

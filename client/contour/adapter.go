@@ -135,8 +135,13 @@ func afterFunc(d time.Duration, f func()) stopper { return time.AfterFunc(d, f) 
 // (debounce, the first Flush, error reporting) is the Adapter's; the target
 // only holds objects and sends them.
 type syncTarget interface {
-	Upsert(objs ...*tributaryv1.KubernetesObject)
-	Delete(refs ...*tributaryv1.ObjectReference)
+	// Upsert and Delete report whether what the target will send changed:
+	// an update that changes nothing the session holds (a resync, the echo
+	// of a status write, an object no ExtensionService names) must not
+	// start a flush, whose debounce interval would hold back the next real
+	// change.
+	Upsert(objs ...*tributaryv1.KubernetesObject) (changed bool)
+	Delete(refs ...*tributaryv1.ObjectReference) (changed bool)
 	Flush(ctx context.Context) error
 	Close()
 }
@@ -207,8 +212,9 @@ func (a *Adapter) OnDelete(obj any) {
 			return
 		}
 	}
-	a.target.Delete(client.Reference(o))
-	a.changed()
+	if a.target.Delete(client.Reference(o)) {
+		a.changed()
+	}
 }
 
 func (a *Adapter) upsert(obj any) {
@@ -216,8 +222,9 @@ func (a *Adapter) upsert(obj any) {
 	if !ok {
 		return
 	}
-	a.target.Upsert(o)
-	a.changed()
+	if a.target.Upsert(o) {
+		a.changed()
+	}
 }
 
 func convert(obj any) (*tributaryv1.KubernetesObject, bool) {

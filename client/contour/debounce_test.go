@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -130,15 +131,24 @@ func (r *batchingTarget) holdNextFlush() (started, release chan struct{}) {
 	return h.started, h.release
 }
 
-func (r *batchingTarget) Upsert(objs ...*tributaryv1.KubernetesObject) {
+// Upsert records the objects' names and reports a change, except for
+// objects named "unchanged...", which stand for an update that changes
+// nothing the session holds (a resync, the echo of a status write).
+func (r *batchingTarget) Upsert(objs ...*tributaryv1.KubernetesObject) (changed bool) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	for _, o := range objs {
-		r.pending = append(r.pending, client.Reference(o).GetName())
+		if name := client.Reference(o).GetName(); !strings.HasPrefix(name, "unchanged") {
+			r.pending = append(r.pending, name)
+			changed = true
+		}
 	}
+	return changed
 }
 
-func (r *batchingTarget) Delete(refs ...*tributaryv1.ObjectReference) {}
+func (r *batchingTarget) Delete(refs ...*tributaryv1.ObjectReference) (changed bool) {
+	return len(refs) > 0
+}
 
 func (r *batchingTarget) Flush(context.Context) error {
 	r.mu.Lock()
@@ -386,4 +396,20 @@ func TestDebounceReportsErrors(t *testing.T) {
 	a.OnAdd(service("accepted"), false)
 	clock.advance(0)
 	wantBatches(t, "after an error", target, flushed{0, []string{"refused"}}, flushed{DefaultDebounce, []string{"accepted"}})
+}
+
+// TestDebounceIgnoresUpdatesThatChangeNothing: an update the session
+// already holds (a resync, the echo of the host's own status write, an
+// object no ExtensionService names) starts no flush, so it cannot open an
+// interval that holds back the next real change.
+func TestDebounceIgnoresUpdatesThatChangeNothing(t *testing.T) {
+	a, target, clock := newSteppedAdapter(t, 0)
+
+	clock.advance(time.Second)
+	a.OnUpdate(nil, service("unchanged"))
+	wantArmed(t, "an update that changes nothing", clock)
+	a.OnUpdate(nil, service("real"))
+	wantArmed(t, "a real change right after it", clock, 0)
+	clock.advance(0)
+	wantBatches(t, "a real change right after one that changed nothing", target, flushed{time.Second, []string{"real"}})
 }

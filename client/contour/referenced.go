@@ -85,17 +85,19 @@ func newReferencedOnly(next syncTarget, settings *tributaryv1.Settings) *referen
 	return r
 }
 
-func (r *referencedOnly) Upsert(objs ...*tributaryv1.KubernetesObject) {
+// Upsert and Delete report whether what they passed on changed what the
+// next target holds: an object held and not passed on changes nothing.
+func (r *referencedOnly) Upsert(objs ...*tributaryv1.KubernetesObject) (changed bool) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	for _, obj := range objs {
 		key := objectkind.KeyOf(obj)
 		row := kindRow(key.Kind)
 		if row != nil && row.names != nil {
-			r.passNamed(row.names(obj))
+			changed = r.passNamed(row.names(obj)) || changed
 		}
 		if row == nil || row.namedAs == nil {
-			r.next.Upsert(obj)
+			changed = r.next.Upsert(obj) || changed
 			continue
 		}
 		via := row.namedAs(obj)
@@ -103,21 +105,22 @@ func (r *referencedOnly) Upsert(objs ...*tributaryv1.KubernetesObject) {
 		r.hold(key, heldObject{obj: obj, via: via})
 		switch {
 		case r.named[via]:
-			r.next.Upsert(obj)
+			changed = r.next.Upsert(obj) || changed
 		case wasHeld && r.named[old.via]:
 			// Relabelled away from a named Service.
-			r.next.Delete(key.Reference())
+			changed = r.next.Delete(key.Reference()) || changed
 		}
 	}
+	return changed
 }
 
-func (r *referencedOnly) Delete(refs ...*tributaryv1.ObjectReference) {
+func (r *referencedOnly) Delete(refs ...*tributaryv1.ObjectReference) (changed bool) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	for _, ref := range refs {
 		key := objectkind.KeyOfReference(ref)
 		if !isHeldKind(key.Kind) {
-			r.next.Delete(ref)
+			changed = r.next.Delete(ref) || changed
 			continue
 		}
 		old, wasHeld := r.held[key]
@@ -126,9 +129,10 @@ func (r *referencedOnly) Delete(refs ...*tributaryv1.ObjectReference) {
 		}
 		r.drop(key, old)
 		if r.named[old.via] {
-			r.next.Delete(ref)
+			changed = r.next.Delete(ref) || changed
 		}
 	}
+	return changed
 }
 
 func (r *referencedOnly) Flush(ctx context.Context) error { return r.next.Flush(ctx) }
@@ -136,14 +140,16 @@ func (r *referencedOnly) Flush(ctx context.Context) error { return r.next.Flush(
 func (r *referencedOnly) Close() { r.next.Close() }
 
 // passNamed records the keys an object names and passes on the held
-// objects named through them, whether or not they were passed on before.
-func (r *referencedOnly) passNamed(keys []objectkind.Key) {
+// objects named through them, whether or not they were passed on before,
+// and reports whether that changed what the next target holds.
+func (r *referencedOnly) passNamed(keys []objectkind.Key) (changed bool) {
 	for _, key := range keys {
 		r.named[key] = true
 		for _, obj := range r.heldUnder[key] {
-			r.next.Upsert(obj)
+			changed = r.next.Upsert(obj) || changed
 		}
 	}
+	return changed
 }
 
 // hold holds h in place of the object of key, and indexes it under the key

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"google.golang.org/protobuf/proto"
 	discovery_v1 "k8s.io/api/discovery/v1"
 	"k8s.io/apimachinery/pkg/types"
 
@@ -27,22 +28,33 @@ type recordingTarget struct {
 	check   func()
 }
 
-func (r *recordingTarget) Upsert(objs ...*tributaryv1.KubernetesObject) {
+// Upsert and Delete report changes as a session does: an object equal to
+// the one held changes nothing.
+func (r *recordingTarget) Upsert(objs ...*tributaryv1.KubernetesObject) (changed bool) {
 	for _, obj := range objs {
-		r.objects[objectkind.KeyOf(obj)] = obj
+		key := objectkind.KeyOf(obj)
+		if cur, ok := r.objects[key]; !ok || !proto.Equal(cur, obj) {
+			changed = true
+		}
+		r.objects[key] = obj
 	}
 	r.check()
+	return changed
 }
 
-func (r *recordingTarget) Delete(refs ...*tributaryv1.ObjectReference) {
+func (r *recordingTarget) Delete(refs ...*tributaryv1.ObjectReference) (changed bool) {
 	for _, ref := range refs {
 		key := objectkind.KeyOfReference(ref)
 		if r.objects[key] == nil && isHeldKind(key.Kind) {
 			r.t.Errorf("deleted %v, which was never passed on", key)
 		}
+		if _, ok := r.objects[key]; ok {
+			changed = true
+		}
 		delete(r.objects, key)
 	}
 	r.check()
+	return changed
 }
 
 func (r *recordingTarget) Flush(context.Context) error { return nil }
@@ -58,7 +70,9 @@ func (r *recordingTarget) Close()                      {}
 //     too, whenever the session cut its batch;
 //   - after every event, that what was passed on is exactly the informers'
 //     objects minus the Services, EndpointSlices and Secrets of names no
-//     ExtensionService has named yet.
+//     ExtensionService has named yet, and that Upsert or Delete reported a
+//     change exactly when what was passed on changed (an Adapter flushes
+//     only then).
 func history(t *testing.T, ops []byte) {
 	const clientCertificate = "ns0/name1"
 	informer := map[objectkind.Key]*tributaryv1.KubernetesObject{}
@@ -86,6 +100,7 @@ func history(t *testing.T, ops []byte) {
 		event = i / 4
 		op, ns, a, b := ops[i], ops[i+1], ops[i+2], ops[i+3]
 		var obj *tributaryv1.KubernetesObject
+		var ref *tributaryv1.ObjectReference
 		switch op % 6 {
 		case 0:
 			obj = &tributaryv1.KubernetesObject{Kind: &tributaryv1.KubernetesObject_Service{Service: &tributaryv1.Service{Metadata: meta(ns, a, nil)}}}
@@ -128,17 +143,24 @@ func history(t *testing.T, ops []byte) {
 		case 5:
 			// Delete one of the objects held, or of one never seen.
 			keys := slices.SortedFunc(maps.Keys(informer), objectkind.Compare)
-			ref := &tributaryv1.ObjectReference{Kind: tributaryv1.ObjectKind(1 + b%5), Namespace: "ns1", Name: "never"}
+			ref = &tributaryv1.ObjectReference{Kind: tributaryv1.ObjectKind(1 + b%5), Namespace: "ns1", Name: "never"}
 			if len(keys) > 0 && a%8 != 0 {
 				k := keys[int(a)%len(keys)]
 				ref = k.Reference()
 			}
+		}
+		before := maps.Clone(target.objects)
+		var reported bool
+		if ref != nil {
 			delete(informer, objectkind.KeyOfReference(ref))
-			r.Delete(ref)
+			reported = r.Delete(ref)
 		}
 		if obj != nil {
 			informer[objectkind.KeyOf(obj)] = obj
-			r.Upsert(obj)
+			reported = r.Upsert(obj)
+		}
+		if changed := !maps.EqualFunc(before, target.objects, func(a, b *tributaryv1.KubernetesObject) bool { return proto.Equal(a, b) }); reported != changed {
+			t.Fatalf("after event %d (%v): reported a change %v, but what was passed on changed: %v", event, ops[i:i+4], reported, changed)
 		}
 		want := objectsOf(informer, everServices, everSecrets)
 		for key, obj := range informer {

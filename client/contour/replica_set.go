@@ -11,6 +11,7 @@ import (
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/connectivity"
+	"google.golang.org/protobuf/proto"
 
 	"github.com/tributary-dev/tributary/client"
 	"github.com/tributary-dev/tributary/client/internal/objectkind"
@@ -81,26 +82,38 @@ type replica struct {
 	lost       uint64
 }
 
-func (rs *replicaSet) Upsert(objs ...*tributaryv1.KubernetesObject) {
+// Upsert and Delete report whether the desired set changed, whatever the
+// replicas hold: a replica that joins later is sent the whole set anyway.
+func (rs *replicaSet) Upsert(objs ...*tributaryv1.KubernetesObject) (changed bool) {
 	rs.mu.Lock()
 	defer rs.mu.Unlock()
 	for _, o := range objs {
-		rs.desired[objectkind.KeyOf(o)] = o
+		k := objectkind.KeyOf(o)
+		if cur, ok := rs.desired[k]; !ok || !proto.Equal(cur, o) {
+			changed = true
+		}
+		rs.desired[k] = o
 	}
 	for _, r := range rs.replicas {
 		r.session.Upsert(objs...)
 	}
+	return changed
 }
 
-func (rs *replicaSet) Delete(refs ...*tributaryv1.ObjectReference) {
+func (rs *replicaSet) Delete(refs ...*tributaryv1.ObjectReference) (changed bool) {
 	rs.mu.Lock()
 	defer rs.mu.Unlock()
 	for _, ref := range refs {
-		delete(rs.desired, objectkind.KeyOfReference(ref))
+		k := objectkind.KeyOfReference(ref)
+		if _, ok := rs.desired[k]; ok {
+			changed = true
+		}
+		delete(rs.desired, k)
 	}
 	for _, r := range rs.replicas {
 		r.session.Delete(refs...)
 	}
+	return changed
 }
 
 // Flush asks every replica to flush, then waits until the primary has

@@ -239,3 +239,32 @@ func TestSyncOversizedBatchEndsSession(t *testing.T) {
 		t.Errorf("Err: got %v, want ResourceExhausted", s.Err())
 	}
 }
+
+// TestSyncUpsertAndDeleteReportChanges: Upsert and Delete report whether
+// the desired set changed, so that a caller that flushes after every change
+// (the Contour adapter) starts no flush for a resync or the echo of its own
+// status write.
+func TestSyncUpsertAndDeleteReportChanges(t *testing.T) {
+	sb := newSwitchboard(t)
+	gs := grpc.NewServer()
+	tributaryv1.RegisterTranslationServiceServer(gs, &scripted{script: func(int, func() *tributaryv1.SyncBatch, func(*tributaryv1.SyncResponse)) error { return nil }})
+	sb.serve(gs)
+	s := client.New(sb.conn()).Sync(t.Context(), nil, client.WithLogger(quietLogger()))
+	defer s.Close()
+	steps := []struct {
+		what string
+		do   func() bool
+		want bool
+	}{
+		{"a new object", func() bool { return s.Upsert(service("v1")) }, true},
+		{"an equal object again", func() bool { return s.Upsert(service("v1")) }, false},
+		{"another object", func() bool { return s.Upsert(service("v2")) }, true},
+		{"delete that one", func() bool { return s.Delete(client.Reference(service("v2"))) }, true},
+		{"delete that one again", func() bool { return s.Delete(client.Reference(service("v2"))) }, false},
+	}
+	for _, step := range steps {
+		if got := step.do(); got != step.want {
+			t.Errorf("%s: reported a change %v, want %v", step.what, got, step.want)
+		}
+	}
+}
