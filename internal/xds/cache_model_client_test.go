@@ -47,10 +47,18 @@ type modelClient struct {
 	// nonce and accepted are the last response's nonce and the last
 	// accepted version_info (State of the World).
 	nonce, accepted string
+	// acceptedFrom is the server whose version accepted is: another
+	// server's is no version to this one.
+	acceptedFrom *xds.Publisher
 	first           bool // the next request is the stream's first
 
 	slowFor  int
 	nackRate float64
+	// quiet says the server must send nothing (its group is held back);
+	// kept holds what it publishes, which a Delta response must not
+	// remove (the first publication after a restart).
+	quiet bool
+	kept  map[string]translate.Resource
 	universe []string
 	p        *xds.Publisher
 	// log is what the client did and got, for a failure to show.
@@ -189,9 +197,10 @@ func (c *modelClient) request(sub, unsub []string, nonce string, nack *status.St
 	}
 	var err error
 	if c.variant == xds.SotW {
-		if c.accepted == "" && nack == nil {
-			// A request without a version asks for everything anew, what
-			// the client rejected too, so any of it may come again. But
+		if c.acceptedFrom != c.p && nack == nil {
+			// A request without a version (of this server) asks for
+			// everything anew, what the client rejected too, so any of it
+			// may come again. But
 			// the server ignores the request if a response crossed it
 			// (its nonce is stale), so what the client rejected stays
 			// rejected: the server may owe it nothing.
@@ -242,6 +251,19 @@ func (c *modelClient) settle(rng *rand.Rand, published map[string]translate.Reso
 	}
 }
 
+// expectNothing fails the test if the client has been sent anything. A
+// response on its way may be read only later: take checks quiet too.
+func (c *modelClient) expectNothing(when string) {
+	c.t.Helper()
+	select {
+	case resp, ok := <-c.responses:
+		if ok {
+			c.take(nil, resp, when)
+		}
+	default:
+	}
+}
+
 // diff says how what the client holds differs from what it must hold.
 func (c *modelClient) diff(published map[string]translate.Resource) string {
 	wanted := func(name string) bool { return c.names[name] || c.wildcard }
@@ -284,6 +306,14 @@ func (c *modelClient) take(rng *rand.Rand, resp any, when string) {
 		}
 	}
 	c.log = append(c.log, fmt.Sprintf("  raw nonce %s: %v", nonce, got))
+	if c.quiet {
+		c.t.Fatalf("%s after %s: sent %v while the server holds the group back; the client saw:\n%s", c.name, when, got, strings.Join(c.log, "\n"))
+	}
+	for name, v := range got {
+		if _, ok := c.kept[name]; ok && v == "" {
+			c.t.Fatalf("%s after %s: told that %s, which is published, was removed; the client saw:\n%s", c.name, when, name, strings.Join(c.log, "\n"))
+		}
+	}
 	for name, v := range got {
 		if !c.names[name] && !c.wildcard {
 			// Sent before the server read the request that unsubscribed
@@ -321,7 +351,7 @@ func (c *modelClient) take(rng *rand.Rand, resp any, when string) {
 		delete(c.rejected, name)
 	}
 	if r, ok := resp.(*discoveryv3.DiscoveryResponse); ok {
-		c.accepted = r.GetVersionInfo()
+		c.accepted, c.acceptedFrom = r.GetVersionInfo(), c.p
 	}
 	c.request(nil, nil, nonce, nil)
 }

@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"google.golang.org/grpc"
+
 	"github.com/tributary-dev/tributary/internal/source"
 	"github.com/tributary-dev/tributary/internal/translate"
 	"github.com/tributary-dev/tributary/internal/workload"
@@ -88,41 +90,7 @@ func runModel(t *testing.T, seed uint64, variants map[string][]translate.Resourc
 		c.subscribe(pick(rng, universe), rng.IntN(4) == 0)
 	}
 	for step := range steps {
-		var did string
-		switch n := rng.IntN(10); {
-		case n < 4: // publish or withdraw a few
-			var ch translate.Changes
-			for _, name := range pick(rng, universe) {
-				if rng.IntN(4) == 0 {
-					if _, ok := published[name]; ok {
-						delete(published, name)
-						ch.RemovedClusterLoadAssignments = append(ch.RemovedClusterLoadAssignments, name)
-					}
-					continue
-				}
-				r := variants[name][rng.IntN(len(variants[name]))]
-				published[name] = r
-				ch.ClusterLoadAssignments = append(ch.ClusterLoadAssignments, r)
-			}
-			pub.Apply(ch)
-			did = fmt.Sprintf("publish %d, withdraw %v", len(ch.ClusterLoadAssignments), ch.RemovedClusterLoadAssignments)
-		case n < 6:
-			c := clients[rng.IntN(len(clients))]
-			c.subscribe(pick(rng, universe), rng.IntN(4) == 0)
-			did = c.name + " subscribes to " + c.describe()
-		case n < 7:
-			c := clients[rng.IntN(len(clients))]
-			c.reconnect(conn)
-			did = c.name + " reconnects"
-		case n < 8:
-			c := clients[rng.IntN(len(clients))]
-			c.slowFor = 1 + rng.IntN(4)
-			did = c.name + " stops reading"
-		default:
-			c := clients[rng.IntN(len(clients))]
-			c.nackRate = []float64{0, 0.3, 1}[rng.IntN(3)]
-			did = fmt.Sprintf("%s NACKs with probability %v", c.name, c.nackRate)
-		}
+		did := randomStep(rng, pub, conn, clients, variants, universe, published)
 		for _, c := range clients {
 			if c.slowFor > 0 {
 				c.slowFor--
@@ -130,6 +98,47 @@ func runModel(t *testing.T, seed uint64, variants map[string][]translate.Resourc
 			}
 			c.settle(rng, published, fmt.Sprintf("step %d (%s)", step, did))
 		}
+	}
+}
+
+// randomStep takes one random step of a model run: publishing and
+// withdrawing (published follows), a client changing its subscription,
+// reconnecting, stopping to read for a while or changing its NACK rate;
+// it says what it did.
+func randomStep(rng *rand.Rand, pub *xds.Publication, conn *grpc.ClientConn, clients []*modelClient, variants map[string][]translate.Resource, universe []string, published map[string]translate.Resource) string {
+	switch n := rng.IntN(10); {
+	case n < 4: // publish or withdraw a few
+		var ch translate.Changes
+		for _, name := range pick(rng, universe) {
+			if rng.IntN(4) == 0 {
+				if _, ok := published[name]; ok {
+					delete(published, name)
+					ch.RemovedClusterLoadAssignments = append(ch.RemovedClusterLoadAssignments, name)
+				}
+				continue
+			}
+			r := variants[name][rng.IntN(len(variants[name]))]
+			published[name] = r
+			ch.ClusterLoadAssignments = append(ch.ClusterLoadAssignments, r)
+		}
+		pub.Apply(ch)
+		return fmt.Sprintf("publish %d, withdraw %v", len(ch.ClusterLoadAssignments), ch.RemovedClusterLoadAssignments)
+	case n < 6:
+		c := clients[rng.IntN(len(clients))]
+		c.subscribe(pick(rng, universe), rng.IntN(4) == 0)
+		return c.name + " subscribes to " + c.describe()
+	case n < 7:
+		c := clients[rng.IntN(len(clients))]
+		c.reconnect(conn)
+		return c.name + " reconnects"
+	case n < 8:
+		c := clients[rng.IntN(len(clients))]
+		c.slowFor = 1 + rng.IntN(4)
+		return c.name + " stops reading"
+	default:
+		c := clients[rng.IntN(len(clients))]
+		c.nackRate = []float64{0, 0.3, 1}[rng.IntN(3)]
+		return fmt.Sprintf("%s NACKs with probability %v", c.name, c.nackRate)
 	}
 }
 
@@ -178,4 +187,118 @@ func TestCacheAgainstModelStaleRequest(t *testing.T) {
 	}
 	c.subscribe([]string{b}, false)
 	c.settle(rng, published, "unsubscribing from "+a+" while its change is on its way")
+}
+
+// TestCacheAgainstModelRestart runs the model's clients against a server,
+// then against one that has just started with a grace period (a restart,
+// or a new replica), to which they reconnect holding what the first one
+// sent them. While the new server holds their group back, random steps
+// change their subscriptions, NACK rates and streams, and none of them is
+// sent anything. Then comes either the group's first publication, a random
+// full state, after which no Delta client is told of the removal of
+// anything it publishes, or the end of the hold; after either, every
+// client comes to hold what the model says, as in TestCacheAgainstModel,
+// and random steps follow.
+func TestCacheAgainstModelRestart(t *testing.T) {
+	variants := claVariants(t, 6, 3)
+	seeds := 8
+	if testing.Short() {
+		seeds = 2
+	}
+	for seed := range seeds {
+		for _, release := range []string{"publication", "end of hold"} {
+			t.Run(fmt.Sprintf("seed=%d/%s", seed, release), func(t *testing.T) {
+				runRestartModel(t, uint64(seed), variants, release == "publication")
+			})
+		}
+	}
+}
+
+func runRestartModel(t *testing.T, seed uint64, variants map[string][]translate.Resource, publish bool) {
+	rng := rand.New(rand.NewPCG(seed, 0x686f6c64))
+	before, conn := startServer(t, xds.Options{})
+	pub := mustOpen(t, before, "edge", xds.PublicationOptions{})
+	universe := slices.Sorted(maps.Keys(variants))
+	published := map[string]translate.Resource{}
+	versions := map[string]string{}
+	for _, vs := range variants {
+		for _, r := range vs {
+			versions[string(r.Body)] = r.Version
+		}
+	}
+	clients := []*modelClient{
+		newModelClient(t, before, conn, xds.SotW, "sotw-a", versions, universe),
+		newModelClient(t, before, conn, xds.SotW, "sotw-b", versions, universe),
+		newModelClient(t, before, conn, xds.Delta, "delta-a", versions, universe),
+		newModelClient(t, before, conn, xds.Delta, "delta-b", versions, universe),
+	}
+	for _, c := range clients {
+		c.subscribe(pick(rng, universe), rng.IntN(4) == 0)
+	}
+	settleAll := func(when string) {
+		for _, c := range clients {
+			c.slowFor = 0
+			c.settle(rng, published, when)
+		}
+	}
+	for step := range 40 {
+		did := randomStep(rng, pub, conn, clients, variants, universe, published)
+		settleAll(fmt.Sprintf("before the restart, step %d (%s)", step, did))
+	}
+
+	p, conn := startServer(t, xds.Options{WithdrawGrace: time.Hour})
+	for _, c := range clients {
+		c.p, c.quiet = p, true
+		c.reconnect(conn)
+	}
+	for step := range 10 {
+		c := clients[rng.IntN(len(clients))]
+		switch rng.IntN(3) {
+		case 0:
+			c.subscribe(pick(rng, universe), rng.IntN(4) == 0)
+		case 1:
+			c.reconnect(conn)
+		default:
+			c.nackRate = []float64{0, 0.3, 1}[rng.IntN(3)]
+		}
+		for _, c := range clients {
+			c.expectNothing(fmt.Sprintf("step %d of the hold", step))
+		}
+	}
+
+	clear(published)
+	pub = mustOpen(t, p, "edge", xds.PublicationOptions{})
+	when := "the end of the hold"
+	if publish {
+		var first translate.Changes
+		for _, name := range pick(rng, universe) {
+			r := variants[name][rng.IntN(len(variants[name]))]
+			published[name] = r
+			first.ClusterLoadAssignments = append(first.ClusterLoadAssignments, r)
+		}
+		for _, c := range clients {
+			c.quiet, c.kept = false, published
+		}
+		pub.Apply(first)
+		when = fmt.Sprintf("the first publication (%d)", len(first.ClusterLoadAssignments))
+	} else {
+		for _, c := range clients {
+			c.quiet = false
+		}
+		xds.EndHold(p)
+	}
+	settleAll(when)
+	for _, c := range clients {
+		c.kept = nil
+	}
+	for step := range 60 {
+		did := randomStep(rng, pub, conn, clients, variants, universe, published)
+		for _, c := range clients {
+			if c.slowFor > 0 {
+				c.slowFor--
+				continue
+			}
+			c.settle(rng, published, fmt.Sprintf("%s, step %d (%s)", when, step, did))
+		}
+	}
 }

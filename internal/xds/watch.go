@@ -70,13 +70,13 @@ type watch struct {
 	// that tells a current cancel function from a stale one.
 	open       bool
 	generation uint64
-	// owed says the open watch is owed a response even if it has nothing
-	// to send (see wakeLocked's force), held back while its group is.
-	owed bool
 	sotwOut    chan cachev3.Response
 	sotwReq    *cachev3.Request
 	deltaOut   chan cachev3.DeltaResponse
 	deltaReq   *cachev3.DeltaRequest
+	// owed says the open watch is owed a response even if it has nothing
+	// to send (see wakeLocked's force), held back while its group is.
+	owed bool
 	// serverView is the map handed to the server as the subscription's
 	// returned resources. The server keeps and edits its own view; the
 	// cache keeps its own in sent, under its lock, and reads nothing of
