@@ -79,18 +79,6 @@ const (
 // the docs allow.
 const restartGrace = time.Second
 
-// serverAnswersUnpublishedGroups records a known fault of the server (see
-// the report of issue 15's restart scenarios): a server that has just
-// started answers an xDS client of a node group no session has published
-// yet as if the group's resources did not exist (an empty State-of-the-World
-// Listener and Cluster response, Delta removed_resources), where it cannot
-// know whether they do. An Envoy or gRPC client that reconnects to a
-// restarted server before the adapter's session has restored the group
-// drops its Clusters. While it holds, the restart of `tributary serve`
-// tolerates exactly that: new streams told "none" before their first
-// resource; set it to false once the server holds such answers back.
-const serverAnswersUnpublishedGroups = true
-
 // startTributaryArgs is startTributary with further flags.
 func startTributaryArgs(tb testing.TB, grpcAddress, xdsAddress string, args ...string) *tributaryProcess {
 	tb.Helper()
@@ -106,11 +94,6 @@ type servedAllowance struct {
 	clas     []*endpointv3.ClusterLoadAssignment
 	// withdrawal allows resources to be withdrawn.
 	withdrawal bool
-	// unpublishedAtStart allows a new stream to be told, before it has
-	// received any resource, that the resources do not exist: what a
-	// server that has just started answers until the session restores its
-	// group (see serverAnswersUnpublishedGroups).
-	unpublishedAtStart bool
 }
 
 // servedEvent is one resource a recorder received, its withdrawal
@@ -138,12 +121,7 @@ type servedRecorder struct {
 	latest     map[xdstest.Mode]map[string]proto.Message
 	events     []servedEvent
 	violations []string
-	// received says, per mode, whether the current stream has received a
-	// resource; unpublished counts the withdrawals allowed by
-	// unpublishedAtStart.
-	received    map[xdstest.Mode]bool
-	unpublished int
-	changed     chan struct{}
+	changed    chan struct{}
 }
 
 var recordedTypes = []string{resourcev3.ListenerType, resourcev3.ClusterType, resourcev3.EndpointType}
@@ -164,13 +142,12 @@ func recordServed(t *testing.T, label, xdsAddress, group string, cluster *cluste
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	r := &servedRecorder{
-		label:    label,
-		cluster:  cluster.GetName(),
-		cancel:   cancel,
-		allowed:  servedAllowance{listener: xds.BuildListener(cluster.GetName()), cluster: cluster, clas: clas},
-		latest:   map[xdstest.Mode]map[string]proto.Message{},
-		received: map[xdstest.Mode]bool{},
-		changed:  make(chan struct{}),
+		label:   label,
+		cluster: cluster.GetName(),
+		cancel:  cancel,
+		allowed: servedAllowance{listener: xds.BuildListener(cluster.GetName()), cluster: cluster, clas: clas},
+		latest:  map[xdstest.Mode]map[string]proto.Message{},
+		changed: make(chan struct{}),
 	}
 	ads := discoveryv3.NewAggregatedDiscoveryServiceClient(conn)
 	for _, mode := range []xdstest.Mode{xdstest.SotW, xdstest.Delta} {
@@ -220,7 +197,6 @@ func (r *servedRecorder) newStream(mode xdstest.Mode) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.latest[mode] = map[string]proto.Message{}
-	r.received[mode] = false
 }
 
 func (r *servedRecorder) runSotW(ctx context.Context, ads discoveryv3.AggregatedDiscoveryServiceClient, node *corev3.Node) error {
@@ -315,19 +291,13 @@ func (r *servedRecorder) observe(mode xdstest.Mode, typeURL string, m proto.Mess
 	} else {
 		r.latest[mode][typeURL] = m
 	}
-	switch {
-	case m == nil && !r.received[mode] && r.allowed.unpublishedAtStart:
-		r.unpublished++
-	case !r.allowedLocked(typeURL, m) && len(r.violations) < 10:
+	if !r.allowedLocked(typeURL, m) && len(r.violations) < 10 {
 		what := "withdrawn"
 		if m != nil {
 			b, _ := protojson.Marshal(m)
 			what = string(b)
 		}
 		r.violations = append(r.violations, fmt.Sprintf("%s %s %s: %s", r.label, mode, typeURL, what))
-	}
-	if m != nil {
-		r.received[mode] = true
 	}
 	close(r.changed)
 	r.changed = make(chan struct{})
@@ -354,16 +324,6 @@ func (r *servedRecorder) allow(clas ...*endpointv3.ClusterLoadAssignment) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.allowed.clas = clas
-}
-
-// allowUnpublishedAtStart sets whether new streams may be told that the
-// resources do not exist before they receive any, and returns how many
-// times that happened so far.
-func (r *servedRecorder) allowUnpublishedAtStart(allow bool) int {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	r.allowed.unpublishedAtStart = allow
-	return r.unpublished
 }
 
 // allowWithdrawal accepts withdrawals from now on.
@@ -791,7 +751,6 @@ func TestKubeRestart(t *testing.T) {
 	rv = ns.resourceVersion(t, kubeExtension)
 	from = len(s.host.Lines())
 	probe = startProbing(t, s.caller, want8020)
-	rec.allowUnpublishedAtStart(serverAnswersUnpublishedGroups)
 	srv.process.Kill()
 	srv = startTributaryArgs(t, srv.grpcAddress, srv.xdsAddress, "--xds-withdraw-grace", restartGrace.String(), "--metrics-address", "127.0.0.1:0")
 	s.srv = srv
@@ -799,9 +758,6 @@ func TestKubeRestart(t *testing.T) {
 	s.watchers = watchBothOf(t, srv.xdsAddress, ns.Name(), s.cluster)
 	s.awaitServed(t, step, cla8020)
 	rec.awaitHolding(t, step, cla8020)
-	if n := rec.allowUnpublishedAtStart(false); n > 0 {
-		t.Logf("%s: KNOWN FAULT: the restarted server told %d new streams that the resources did not exist before the session restored them", step, n)
-	}
 	s.checkStatusUntouched(t, step, rv, from, gen)
 	probe.finish(t, step)
 	rec.checkClean(t, step)
