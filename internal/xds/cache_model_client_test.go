@@ -50,15 +50,15 @@ type modelClient struct {
 	// acceptedFrom is the server whose version accepted is: another
 	// server's is no version to this one.
 	acceptedFrom *xds.Publisher
-	first           bool // the next request is the stream's first
+	first        bool // the next request is the stream's first
 
 	slowFor  int
 	nackRate float64
 	// quiet says the server must send nothing (its group is held back);
 	// kept holds what it publishes, which a Delta response must not
 	// remove (the first publication after a restart).
-	quiet bool
-	kept  map[string]translate.Resource
+	quiet    bool
+	kept     map[string]translate.Resource
 	universe []string
 	p        *xds.Publisher
 	// log is what the client did and got, for a failure to show.
