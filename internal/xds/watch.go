@@ -239,7 +239,8 @@ func (w *watch) wakeLocked(c *cache, force bool) {
 // cancel function. A request that repeats the last one's names changes no
 // subscription; a request with no version of this server (the stream's
 // first, or one to a restarted server) is answered at once with everything
-// it subscribes to.
+// it subscribes to, or, while its group is held back, once the group is
+// known (see wakeLocked).
 func (w *watch) openSotWLocked(c *cache, req *cachev3.Request, sub cachev3.Subscription, out chan cachev3.Response) (func(), error) {
 	if !slices.Equal(req.GetResourceNames(), w.requestNames) || sub.IsWildcard() != w.wildcard {
 		subscribed := sub.SubscribedResources()
@@ -280,7 +281,8 @@ func (w *watch) openSotWLocked(c *cache, req *cachev3.Request, sub cachev3.Subsc
 // openDeltaLocked opens w for a Delta request and returns its cancel
 // function. The first request's initial_resource_versions are what the
 // stream holds already (a client reconnecting); a wildcard stream's first
-// request is answered at once, even when empty.
+// request is answered at once, even when empty, or, while its group is held
+// back, once the group is known (see wakeLocked).
 func (w *watch) openDeltaLocked(c *cache, req *cachev3.DeltaRequest, sub cachev3.Subscription, out chan cachev3.DeltaResponse) func() {
 	// The last response's names may still be on their way to a client
 	// that asks without having seen it.
