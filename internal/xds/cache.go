@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"slices"
 	"sync"
 	"time"
 
@@ -211,17 +212,24 @@ func (c *cache) markKnown(name string) {
 }
 
 // endHold ends the hold: every group is known, and every held watch is
-// answered as it would have been without the hold.
-func (c *cache) endHold() {
+// answered as it would have been without the hold. It returns the names
+// of the groups whose clients were held until then, sorted.
+func (c *cache) endHold() []string {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if !c.holding {
-		return
+		return nil
 	}
 	c.holding, c.known = false, nil
+	var held []string
 	for _, g := range c.groups {
+		if g.held && len(g.watches) > 0 {
+			held = append(held, g.name)
+		}
 		c.releaseGroupLocked(g)
 	}
+	slices.Sort(held)
+	return held
 }
 
 // releaseGroupLocked ends g's hold: what its watches were not told

@@ -17,4 +17,4 @@ func WithdrawStale(p *Publisher, group string) {
 
 // EndHold ends p's hold on groups not published yet now, as its timer
 // would (see NewPublisher).
-func EndHold(p *Publisher) { p.cache.endHold() }
+func EndHold(p *Publisher) { p.endHold() }

@@ -80,9 +80,34 @@ func NewPublisher(opts Options) *Publisher {
 	}
 	p.cache = newCache(newVersionPrefix(), opts.Limits, logger, opts.Metrics, p.nacked, p.grace > 0)
 	if p.grace > 0 {
-		p.hold = time.AfterFunc(p.grace, p.cache.endHold)
+		p.hold = time.AfterFunc(p.grace, p.endHold)
 	}
 	return p
+}
+
+// maxHeldGroupsLogged bounds the groups the end of the hold's log line
+// names.
+const maxHeldGroupsLogged = 10
+
+// endHold ends the hold of groups not published to yet (see NewPublisher).
+func (p *Publisher) endHold() {
+	held := p.cache.endHold()
+	if len(held) == 0 {
+		return
+	}
+	// Their clients are now told the groups hold nothing: worth a line,
+	// as a session that should have restored them has not.
+	p.logger.Warn("no session has published to these xDS node groups since the server started; their clients are answered that they hold nothing",
+		"groups", len(held), "names", clipAll(held[:min(len(held), maxHeldGroupsLogged)]), "waited", p.grace)
+}
+
+// clipAll clips every string of ss (see clip).
+func clipAll(ss []string) []string {
+	out := make([]string, len(ss))
+	for i, s := range ss {
+		out[i] = clip(s)
+	}
+	return out
 }
 
 // newVersionPrefix returns "<16 random hex digits>-": State-of-the-World
