@@ -28,6 +28,12 @@ type syncXDS struct {
 	// is set once the loop has seen it.
 	replaced   chan struct{}
 	superseded bool
+	// applied is set once the publication has been applied: the first
+	// delta is applied even when empty, since that is what ends the
+	// group's hold on a server that has just started (see
+	// xds.NewPublisher), and a session whose objects translate to nothing
+	// has restored its group as much as one with resources.
+	applied bool
 }
 
 // errSuperseded ends a Sync call whose node group a newer session took over.
@@ -70,13 +76,15 @@ func (s *syncCall) closePublication() {
 	}
 }
 
-// publish publishes what d changed. A superseded Publication changes
-// nothing: the loop learns of the takeover from replaced.
+// publish publishes what d changed; the first d, the session's whole
+// state, even when it is empty. A superseded Publication changes nothing:
+// the loop learns of the takeover from replaced.
 func (s *syncCall) publish(d *translate.Changes) {
-	if s.xds.publication == nil || d.Empty() {
+	if s.xds.publication == nil || (d.Empty() && s.xds.applied) {
 		return
 	}
 	s.xds.publication.Apply(*d)
+	s.xds.applied = true
 }
 
 // supersededOrNil is the channel that tells of a takeover, or nil (never

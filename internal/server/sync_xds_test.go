@@ -224,3 +224,24 @@ func TestSyncXDSErrors(t *testing.T) {
 		newer.closeAndEnd()
 	})
 }
+
+// TestSyncEmptyFirstStateEndsTheHold: on a server that has just started,
+// the clients of a node group are told nothing until a session has
+// published its whole state there (xds.NewPublisher); a session whose
+// objects translate to nothing has published its whole state too, so its
+// group's clients are answered, empty, at once rather than when the grace
+// period ends.
+func TestSyncEmptyFirstStateEndsTheHold(t *testing.T) {
+	conn, xdsConn := xdsServers(t, time.Hour)
+	c := xdstest.NewSotW(t, xdsConn)
+	c.Send(&discoveryv3.DiscoveryRequest{Node: &corev3.Node{Id: "envoy-1", Cluster: "edge"}, TypeUrl: resourcev3.ClusterType})
+
+	s := openXDSSync(t, conn, "edge", false)
+	s.send(batch(1))
+	if d := s.delta(); len(d.GetClusters()) != 0 {
+		t.Fatalf("an empty batch translated to %d Clusters", len(d.GetClusters()))
+	}
+	if got := xdstest.SotWNames(t, c.Recv()); len(got) != 0 {
+		t.Errorf("the first Cluster response names %v, want none", got)
+	}
+}
