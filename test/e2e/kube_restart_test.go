@@ -72,12 +72,16 @@ const (
 	probePause = 50 * time.Millisecond
 )
 
-// restartGrace is the --xds-withdraw-grace of the Tributary server the
-// host leaves for good: short, so the test waits little for the withdrawal.
-// Until then the servers run with the default (30 s), far longer than a
-// host restart takes, so that a slow machine never sees a withdrawal that
-// the docs allow.
-const restartGrace = time.Second
+// restartGrace is the --xds-withdraw-grace of the restarted Tributary
+// server, which the host then leaves for good: short, so the test waits
+// little for the withdrawal, but long enough for its other use, the hold
+// of a server that has just started, to outlast the host's reconnection
+// (its session and connection back off up to 1 s) by several times on a
+// slow machine: a restore after the hold would be the server's correct
+// answer, and this test's failure. Until then the servers run with the
+// default (30 s), far longer than a host restart takes, so that a slow
+// machine never sees a withdrawal that the docs allow.
+const restartGrace = 5 * time.Second
 
 // startTributaryArgs is startTributary with further flags.
 func startTributaryArgs(tb testing.TB, grpcAddress, xdsAddress string, args ...string) *tributaryProcess {

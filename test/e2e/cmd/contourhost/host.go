@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -10,6 +11,7 @@ import (
 	contour_v1 "github.com/projectcontour/contour/apis/projectcontour/v1"
 	contour_v1alpha1 "github.com/projectcontour/contour/apis/projectcontour/v1alpha1"
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/backoff"
 	"google.golang.org/grpc/credentials/insecure"
 	core_v1 "k8s.io/api/core/v1"
 	discovery_v1 "k8s.io/api/discovery/v1"
@@ -176,8 +178,19 @@ func newEventHandler(ctx context.Context, o options, clusters contour.ClusterSin
 		contour.WithSyncOptions(sessionOptions...),
 	}
 
+	// The connection's own reconnect backoff follows the session's: a
+	// session that retries at once over a connection still waiting out
+	// gRPC's default backoff (1 s, growing) would restore a restarted
+	// server no sooner.
+	var dialOptions []grpc.DialOption
+	if o.backoffMax > 0 {
+		b := backoff.DefaultConfig
+		b.BaseDelay, b.MaxDelay = cmp.Or(o.backoffMin, min(b.BaseDelay, o.backoffMax)), o.backoffMax
+		dialOptions = append(dialOptions, grpc.WithConnectParams(grpc.ConnectParams{Backoff: b, MinConnectTimeout: o.backoffMax}))
+	}
+
 	if len(o.replicas) == 0 {
-		conn, err := grpc.NewClient(o.tributary, grpc.WithTransportCredentials(insecure.NewCredentials()))
+		conn, err := grpc.NewClient(o.tributary, append(dialOptions, grpc.WithTransportCredentials(insecure.NewCredentials()))...)
 		if err != nil {
 			return nil, nil, err
 		}
@@ -189,9 +202,9 @@ func newEventHandler(ctx context.Context, o options, clusters contour.ClusterSin
 	// replicas are found through their headless Service's DNS records.
 	replicas := o.replicas
 	resolve := func(context.Context) ([]string, error) { return replicas, nil }
-	replicaOptions := make([]contour.ReplicaOption, len(adapterOptions))
-	for i, opt := range adapterOptions {
-		replicaOptions[i] = opt
+	replicaOptions := []contour.ReplicaOption{contour.WithDialOptions(dialOptions...)}
+	for _, opt := range adapterOptions {
+		replicaOptions = append(replicaOptions, opt)
 	}
 	adapter, err := contour.NewReplicatedAdapter(ctx, settings, resolve, replicaOptions...)
 	if err != nil {

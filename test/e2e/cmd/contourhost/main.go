@@ -79,7 +79,7 @@ func main() {
 	flag.StringVar(&namespaces, "watch-namespaces", "", "comma-separated `namespaces` to watch (empty: all), as Contour's flag of that name")
 	flag.DurationVar(&o.debounce, "debounce", 0, "the adapter's debounce (0: contour.DefaultDebounce; negative: flush only once, at start)")
 	flag.DurationVar(&o.backoffMin, "backoff-min", 0, "first wait before a session reconnects (0: the client's default)")
-	flag.DurationVar(&o.backoffMax, "backoff-max", 0, "longest wait before a session reconnects (0: the client's default)")
+	flag.DurationVar(&o.backoffMax, "backoff-max", 0, "longest wait before a session, and its connection, reconnect (0: the defaults)")
 	flag.Float64Var(&o.qps, "kube-api-qps", 0, "the Kubernetes client's rate limit, requests per second (0: client-go's default, 5, as Contour's)")
 	flag.IntVar(&o.burst, "kube-api-burst", 0, "the Kubernetes client's burst (0: client-go's default, 10)")
 	flag.StringVar(&logFormat, "log-format", "text", "stderr log format: text or json")
