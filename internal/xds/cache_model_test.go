@@ -67,20 +67,18 @@ func claVariants(t *testing.T, n, k int) map[string][]translate.Resource {
 	return out
 }
 
-func runModel(t *testing.T, seed uint64, variants map[string][]translate.Resource, steps int) {
-	rng := rand.New(rand.NewPCG(seed, 0x7269627574617279))
-	p, conn := startServer(t, xds.Options{})
-	pub := mustOpen(t, p, "edge", xds.PublicationOptions{})
-	universe := slices.Sorted(maps.Keys(variants))
-	published := map[string]translate.Resource{}
+// newModelClients connects the model's four clients (two of each
+// protocol) to p, each subscribed to random names of the universe of
+// variants' names, and returns that universe.
+func newModelClients(t *testing.T, p *xds.Publisher, conn *grpc.ClientConn, variants map[string][]translate.Resource, rng *rand.Rand) (universe []string, clients []*modelClient) {
+	universe = slices.Sorted(maps.Keys(variants))
 	versions := map[string]string{}
 	for _, vs := range variants {
 		for _, r := range vs {
 			versions[string(r.Body)] = r.Version
 		}
 	}
-
-	clients := []*modelClient{
+	clients = []*modelClient{
 		newModelClient(t, p, conn, xds.SotW, "sotw-a", versions, universe),
 		newModelClient(t, p, conn, xds.SotW, "sotw-b", versions, universe),
 		newModelClient(t, p, conn, xds.Delta, "delta-a", versions, universe),
@@ -89,6 +87,15 @@ func runModel(t *testing.T, seed uint64, variants map[string][]translate.Resourc
 	for _, c := range clients {
 		c.subscribe(pick(rng, universe), rng.IntN(4) == 0)
 	}
+	return universe, clients
+}
+
+func runModel(t *testing.T, seed uint64, variants map[string][]translate.Resource, steps int) {
+	rng := rand.New(rand.NewPCG(seed, 0x7269627574617279))
+	p, conn := startServer(t, xds.Options{})
+	pub := mustOpen(t, p, "edge", xds.PublicationOptions{})
+	universe, clients := newModelClients(t, p, conn, variants, rng)
+	published := map[string]translate.Resource{}
 	for step := range steps {
 		did := randomStep(rng, pub, conn, clients, variants, universe, published)
 		for _, c := range clients {
@@ -218,23 +225,8 @@ func runRestartModel(t *testing.T, seed uint64, variants map[string][]translate.
 	rng := rand.New(rand.NewPCG(seed, 0x686f6c64))
 	before, conn := startServer(t, xds.Options{})
 	pub := mustOpen(t, before, "edge", xds.PublicationOptions{})
-	universe := slices.Sorted(maps.Keys(variants))
+	universe, clients := newModelClients(t, before, conn, variants, rng)
 	published := map[string]translate.Resource{}
-	versions := map[string]string{}
-	for _, vs := range variants {
-		for _, r := range vs {
-			versions[string(r.Body)] = r.Version
-		}
-	}
-	clients := []*modelClient{
-		newModelClient(t, before, conn, xds.SotW, "sotw-a", versions, universe),
-		newModelClient(t, before, conn, xds.SotW, "sotw-b", versions, universe),
-		newModelClient(t, before, conn, xds.Delta, "delta-a", versions, universe),
-		newModelClient(t, before, conn, xds.Delta, "delta-b", versions, universe),
-	}
-	for _, c := range clients {
-		c.subscribe(pick(rng, universe), rng.IntN(4) == 0)
-	}
 	settleAll := func(when string) {
 		for _, c := range clients {
 			c.slowFor = 0

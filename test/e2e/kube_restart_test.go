@@ -804,20 +804,7 @@ func TestKubeRestart(t *testing.T) {
 		}
 		return n == 0
 	})
-	for _, w := range s.watchers {
-		types := []string{resourcev3.ListenerType, resourcev3.ClusterType, resourcev3.EndpointType}
-		if w.Mode() == xdstest.SotW {
-			types = types[:2]
-		}
-		w.WaitFor(t, step+": resources withdrawn", kubeTimeout, func(st xdstest.State) bool {
-			for _, typeURL := range types {
-				if st.Get(typeURL, s.cluster) != nil {
-					return false
-				}
-			}
-			return true
-		})
-	}
+	s.awaitWatchersWithdrawn(t, step)
 	// The server withdraws when the grace it starts on noticing the
 	// session's end runs out: never earlier than restartGrace after
 	// the host was told to stop (a slow machine only makes it later).

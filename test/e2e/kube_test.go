@@ -215,6 +215,13 @@ func (s *kubeSplit) awaitWithdrawn(t *testing.T, step string) {
 	s.host.await(t, step+": the Cluster removed from the host's sink", func(lines []hostLine) bool {
 		return !hostClusterQuiet(lines, s.cluster)
 	})
+	s.awaitWatchersWithdrawn(t, step)
+}
+
+// awaitWatchersWithdrawn waits until the raw xDS watchers hold none of the
+// split's resources (see awaitWithdrawn).
+func (s *kubeSplit) awaitWatchersWithdrawn(t *testing.T, step string) {
+	t.Helper()
 	for _, w := range s.watchers {
 		types := []string{resourcev3.ListenerType, resourcev3.ClusterType, resourcev3.EndpointType}
 		if w.Mode() == xdstest.SotW {
