@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"testing"
 
+	"github.com/tributary-dev/tributary/internal/cputime"
 	"github.com/tributary-dev/tributary/internal/source"
 	"github.com/tributary-dev/tributary/internal/translate"
 	"github.com/tributary-dev/tributary/internal/workload"
@@ -19,8 +20,9 @@ func BenchmarkTranslate(b *testing.B) {
 			b.Run(fmt.Sprintf("N=%d/M=%d", n, m), func(b *testing.B) {
 				objs := workload.Standard(n, m)
 				b.ReportAllocs()
-				b.ResetTimer()
+				cpu, ops := cputime.OfProcess(), 0
 				for b.Loop() {
+					ops++
 					res, err := translate.Bounded(b.Context(), objs, source.Settings{}, translate.Limits{MaxOutputBytes: 64 << 20})
 					if err != nil {
 						b.Fatal(err)
@@ -29,6 +31,7 @@ func BenchmarkTranslate(b *testing.B) {
 						b.Fatalf("got %d CLAs, want %d", len(res.ClusterLoadAssignments), n)
 					}
 				}
+				b.ReportMetric(cputime.PerOp(cpu, ops), "cpu-ns/op")
 			})
 		}
 	}

@@ -7,7 +7,6 @@ import (
 	"slices"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"testing"
 	"time"
 
@@ -18,6 +17,7 @@ import (
 
 	"github.com/tributary-dev/tributary/client"
 	tributaryv1 "github.com/tributary-dev/tributary/gen/go/tributary/v1"
+	"github.com/tributary-dev/tributary/internal/cputime"
 	"github.com/tributary-dev/tributary/internal/workload"
 	"github.com/tributary-dev/tributary/internal/xdstest"
 )
@@ -241,7 +241,7 @@ func (r *rollout) run(b *testing.B, session *client.SyncSession, srv *tributaryP
 	answers := make([]time.Duration, n)
 	var flushes sync.WaitGroup
 	var flushErr atomic.Pointer[error]
-	serverCPU, clientCPU, bytes := srv.cpuTime(b), processCPU(), received.n.Load()
+	serverCPU, clientCPU, bytes := srv.cpuTime(b), cputime.OfProcess(), received.n.Load()
 	start := time.Now()
 	for k := range changes {
 		// A fixed schedule: a change that comes late (this process is
@@ -285,7 +285,7 @@ func (r *rollout) run(b *testing.B, session *client.SyncSession, srv *tributaryP
 	}
 	// Read after every client converged: the server has sent everything.
 	res.serverCPU = srv.cpuTime(b) - serverCPU
-	res.clientCPU = processCPU() - clientCPU
+	res.clientCPU = cputime.OfProcess() - clientCPU
 	res.bytes = received.n.Load() - bytes
 	res.converge = convergedAt.Sub(last)
 	res.span = convergedAt.Sub(start)
@@ -315,12 +315,3 @@ func (r *receivedBytes) TagConn(ctx context.Context, _ *stats.ConnTagInfo) conte
 }
 
 func (r *receivedBytes) HandleConn(context.Context, stats.ConnStats) {}
-
-// processCPU is this process's CPU time so far, every thread included.
-func processCPU() time.Duration {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		return 0
-	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
-}
