@@ -177,9 +177,8 @@ func (c *Collector) makeSliceRun(es *source.EndpointSlice, portName string, prev
 func sharedPrefix(a, b []source.Endpoint) int {
 	n := min(len(a), len(b))
 	for i := range n {
-		addrA, okA := usableAddress(&a[i])
-		addrB, okB := usableAddress(&b[i])
-		if okA != okB || addrA != addrB {
+		x, y := &a[i], &b[i]
+		if x.NotReady != y.NotReady || (!x.NotReady && x.Address != y.Address) {
 			return i
 		}
 	}
@@ -256,7 +255,7 @@ func (r *sliceRun) appendTo(s *scratch, es *source.EndpointSlice) bool {
 
 // appendFromSlice appends c, whose text is the index of its endpoint in es.
 func (s *scratch) appendFromSlice(es *source.EndpointSlice, c candidate) {
-	text := es.Endpoints[c.text].Addresses[0]
+	text := es.Endpoints[c.text].Address
 	c.text = uint32(len(s.texts))
 	s.texts = append(s.texts, text)
 	s.candidates = append(s.candidates, c)

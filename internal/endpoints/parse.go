@@ -53,10 +53,11 @@ func (s *scratch) appendSliceEndpoints(es *source.EndpointSlice, portName string
 	appended := len(s.candidates)
 	bad, firstBad := 0, ""
 	for i := from; i < len(es.Endpoints); i++ {
-		text, ok := usableAddress(&es.Endpoints[i])
-		if !ok {
+		ep := &es.Endpoints[i]
+		if ep.NotReady {
 			continue
 		}
+		text := ep.Address
 		if is4 {
 			// Nearly every address is a plain dotted quad: parse it
 			// without netip's general machinery.
@@ -88,26 +89,11 @@ func (s *scratch) appendSliceEndpoints(es *source.EndpointSlice, portName string
 	return len(s.candidates) > appended
 }
 
-// usableAddress returns the address translation takes from ep, and false
-// when ep is not ready or has none.
-func usableAddress(ep *source.Endpoint) (string, bool) {
-	if (ep.Ready != nil && !*ep.Ready) || len(ep.Addresses) == 0 {
-		return "", false
-	}
-	return ep.Addresses[0], true
-}
-
-// appendAddresses appends the text of every endpoint of es, in order, for
-// the candidates appendSliceEndpoints made: its first address, the one
-// translation uses (Kubernetes calls an endpoint's addresses fungible and
-// lets consumers use the first alone).
+// appendAddresses appends the address of every endpoint of es, in order,
+// for the candidates appendSliceEndpoints made.
 func appendAddresses(texts []string, es *source.EndpointSlice) []string {
 	for i := range es.Endpoints {
-		text := ""
-		if addrs := es.Endpoints[i].Addresses; len(addrs) > 0 {
-			text = addrs[0]
-		}
-		texts = append(texts, text)
+		texts = append(texts, es.Endpoints[i].Address)
 	}
 	return texts
 }

@@ -51,10 +51,10 @@ func Reference(index Slices, namespace string, targets []Target) ([][]Endpoint, 
 			}
 			var invalid []string
 			for _, ep := range es.Endpoints {
-				if (ep.Ready != nil && !*ep.Ready) || len(ep.Addresses) == 0 {
+				if ep.NotReady {
 					continue
 				}
-				text := ep.Addresses[0]
+				text := ep.Address
 				addr, err := netip.ParseAddr(text)
 				if err != nil || addr.Zone() != "" || addr.Is4() != (es.AddressType == "IPv4") {
 					invalid = append(invalid, text)

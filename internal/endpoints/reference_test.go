@@ -105,7 +105,7 @@ func dump(x *testIndex) string {
 			fmt.Fprintf(&b, " port{%s %s %s}", show(p.Name), show(p.Port), show(p.Protocol))
 		}
 		for _, ep := range es.Endpoints {
-			fmt.Fprintf(&b, " %q ready=%s", ep.Addresses, show(ep.Ready))
+			fmt.Fprintf(&b, " %q notReady=%t", ep.Address, ep.NotReady)
 		}
 	}
 	return b.String()

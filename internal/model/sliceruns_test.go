@@ -136,7 +136,7 @@ func FuzzCachedSliceReplacement(f *testing.F) {
 			case 5:
 				if len(after) > 0 {
 					ep := &after[at%len(after)]
-					ep.Ready = ptr(ep.Ready != nil && !*ep.Ready)
+					ep.NotReady = !ep.NotReady
 				}
 			}
 		}

@@ -171,7 +171,7 @@ func (g *Generator) editSlice(es source.EndpointSlice, edits int) (source.Endpoi
 	case 4:
 		if len(es.Endpoints) > 0 {
 			ep := &es.Endpoints[g.IntN(len(es.Endpoints))]
-			ep.Ready = ptr(ep.Ready != nil && !*ep.Ready)
+			ep.NotReady = !ep.NotReady
 		}
 	case 5:
 		es.Ports = g.EndpointPorts()

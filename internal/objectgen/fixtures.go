@@ -31,10 +31,10 @@ func Slice(name, service, family string, ports []source.EndpointPort, eps ...sou
 	}
 }
 
-// ReadyAt is an endpoint at addrs whose conditions are unset: ready.
-func ReadyAt(addrs ...string) source.Endpoint { return source.Endpoint{Addresses: addrs} }
+// ReadyAt is a ready endpoint at address.
+func ReadyAt(address string) source.Endpoint { return source.Endpoint{Address: address} }
 
-// WithReady is an endpoint at addrs with its ready condition set.
-func WithReady(ready bool, addrs ...string) source.Endpoint {
-	return source.Endpoint{Addresses: addrs, Ready: ptr(ready)}
+// WithReady is an endpoint at address, ready or not.
+func WithReady(ready bool, address string) source.Endpoint {
+	return source.Endpoint{Address: address, NotReady: !ready}
 }

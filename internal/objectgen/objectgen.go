@@ -10,7 +10,7 @@
 // resolve, collide and break often, and their fields from short lists of
 // values, valid ones first, then the edge cases the Options allow: IPv6,
 // invalid and duplicate addresses, ports other than TCP, unnamed ports,
-// missing conditions, invalid specs, Secrets and delegations, the option
+// invalid specs, Secrets and delegations, the option
 // groups beyond Contour's CRD (spec.options, annotations, settings
 // defaults) and ExternalName targets.
 //
@@ -75,8 +75,6 @@ type Options struct {
 	NonTCPPorts bool
 	// UnnamedPorts: ports without a name (unset or ""), beside named ones.
 	UnnamedPorts bool
-	// MissingConditions: endpoint conditions left unset.
-	MissingConditions bool
 	// InvalidSpecs: values the API or the translator refuses: no targets,
 	// unknown protocols, bad timeouts, ExternalName Services, ports out of
 	// range or unset, CA Secrets malformed or named badly.
@@ -108,7 +106,7 @@ func Defaults() Options {
 	return Options{
 		Universe: SmallUniverse(),
 		IPv6:     true, InvalidAddresses: true, DuplicateAddresses: true, NonTCPPorts: true,
-		UnnamedPorts: true, MissingConditions: true, InvalidSpecs: true, Secrets: true, Delegations: true,
+		UnnamedPorts: true, InvalidSpecs: true, Secrets: true, Delegations: true,
 		ExtensionOptions: true, ExternalNames: true,
 		MaxEndpoints: 7,
 	}
@@ -129,8 +127,7 @@ type Generator struct {
 
 	// The lists Options allow, filtered once.
 	addresses, invalidAddresses, families, timeouts, lbStrategies []string
-	addressCounts                                                 []int
-	conditions                                                    []*bool
+	notReady                                                      []bool
 	slicePortNames, sliceProtocols                                []*string
 	slicePorts                                                    []*int32
 	servicePortNames, serviceProtocols                            []string
@@ -155,8 +152,7 @@ func New(c Choices, o Options) *Generator {
 	g.families = allowed(g, []option[string]{
 		{"IPv4", 0}, {"IPv4", 0}, {"IPv4", 0}, {"IPv6", v6}, {"IPv6", v6}, {"FQDN", invalidAddr}, {"", invalidAddr},
 	})
-	g.addressCounts = allowed(g, []option[int]{{1, 0}, {1, 0}, {1, 0}, {1, 0}, {2, 0}, {3, 0}, {0, invalidAddr}})
-	g.conditions = allowed(g, []option[*bool]{{ptr(true), 0}, {nil, missing}, {nil, missing}, {ptr(false), 0}})
+	g.notReady = []bool{false, false, false, true}
 	g.slicePortNames = allowed(g, []option[*string]{
 		{ptr("http"), 0}, {nil, unnamed}, {ptr(""), unnamed}, {ptr("http"), 0}, {ptr("grpc"), 0},
 	})
@@ -212,7 +208,6 @@ const (
 	invalidAddr
 	nonTCP
 	unnamed
-	missing
 	invalidSpec
 	extOptions
 )
@@ -229,7 +224,7 @@ func (g *Generator) features() feature {
 		f  feature
 	}{
 		{g.o.IPv6, v6}, {g.o.InvalidAddresses, invalidAddr}, {g.o.NonTCPPorts, nonTCP},
-		{g.o.UnnamedPorts, unnamed}, {g.o.MissingConditions, missing}, {g.o.InvalidSpecs, invalidSpec},
+		{g.o.UnnamedPorts, unnamed}, {g.o.InvalidSpecs, invalidSpec},
 		{g.o.ExtensionOptions, extOptions},
 	} {
 		if k.on {

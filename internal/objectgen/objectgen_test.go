@@ -60,7 +60,7 @@ func TestDeterministic(t *testing.T) {
 func TestKnobs(t *testing.T) {
 	off := objectgen.Defaults()
 	off.IPv6, off.InvalidAddresses, off.DuplicateAddresses, off.NonTCPPorts = false, false, false, false
-	off.UnnamedPorts, off.MissingConditions, off.InvalidSpecs, off.Secrets, off.Delegations = false, false, false, false, false
+	off.UnnamedPorts, off.InvalidSpecs, off.Secrets, off.Delegations = false, false, false, false
 	off.ExtensionOptions, off.ExternalNames = false, false
 	seen := func(o objectgen.Options) map[string]bool {
 		found := map[string]bool{}
@@ -115,25 +115,18 @@ func TestKnobs(t *testing.T) {
 					}
 				}
 				for _, ep := range s.Endpoints {
-					if ep.Ready == nil || ep.Serving == nil || ep.Terminating == nil {
-						found["missing condition"] = true
+					a := ep.Address
+					addr, err := netip.ParseAddr(a)
+					switch {
+					case err != nil || addr.Zone() != "" || addr.Is4In6():
+						found["invalid address"] = true
+					case addr.Is6():
+						found["IPv6 address"] = true
 					}
-					if len(ep.Addresses) == 0 {
-						found["no address"] = true
+					if addresses[a] {
+						found["duplicate address"] = true
 					}
-					for _, a := range ep.Addresses {
-						addr, err := netip.ParseAddr(a)
-						switch {
-						case err != nil || addr.Zone() != "" || addr.Is4In6():
-							found["invalid address"] = true
-						case addr.Is6():
-							found["IPv6 address"] = true
-						}
-						if addresses[a] {
-							found["duplicate address"] = true
-						}
-						addresses[a] = true
-					}
+					addresses[a] = true
 				}
 			}
 			for _, svc := range objs.Services {
@@ -151,7 +144,7 @@ func TestKnobs(t *testing.T) {
 		return found
 	}
 	knobbed := []string{
-		"family IPv6", "family FQDN", "non-TCP port", "unnamed port", "invalid port", "missing condition", "no address",
+		"family IPv6", "family FQDN", "non-TCP port", "unnamed port", "invalid port",
 		"invalid address", "IPv6 address", "duplicate address", "ExternalName", "Secret", "delegation",
 		"extensionDefaults", "enableExternalNameTargets", "spec.options", "annotation", "unknown annotation",
 		"ClientSideWeightedRoundRobin", "ExternalName targets only",

@@ -257,17 +257,10 @@ func (g *Generator) EndpointPorts() []source.EndpointPort {
 	return ports
 }
 
-// Endpoint draws an endpoint with one to three addresses (with
-// InvalidAddresses, now and then none) and each condition true, false or
-// (with MissingConditions) unset.
+// Endpoint draws an endpoint at an address drawn by Address, not ready
+// one time in four.
 func (g *Generator) Endpoint() source.Endpoint {
-	ep := source.Endpoint{
-		Ready: Pick(g, g.conditions...), Serving: Pick(g, g.conditions...), Terminating: Pick(g, g.conditions...),
-	}
-	for range Pick(g, g.addressCounts...) {
-		ep.Addresses = append(ep.Addresses, g.Address())
-	}
-	return ep
+	return source.Endpoint{NotReady: Pick(g, g.notReady...), Address: g.Address()}
 }
 
 // Address draws an endpoint address: from a short list with

@@ -252,16 +252,23 @@ func (d *decoder) endpointSlice(i int, pb *tributaryv1.EndpointSlice, p *problem
 	keywordLimit.check(ref, p, "addressType", es.AddressType)
 	endpoints := pb.GetEndpoints()
 	es.Endpoints = carve(&d.endpoints, len(endpoints))
+	kept := 0
 	for j, e := range endpoints {
-		// Optional fields are pointers in both types: sharing them costs no
-		// allocation per endpoint.
-		c := e.GetConditions()
-		dst := &es.Endpoints[j]
-		dst.Addresses = e.GetAddresses()
-		checkAddresses(ref, p, j, dst.Addresses)
-		if c != nil {
-			dst.Ready, dst.Serving, dst.Terminating = c.Ready, c.Serving, c.Terminating
+		addresses := e.GetAddresses()
+		checkAddresses(ref, p, j, addresses)
+		if len(addresses) == 0 {
+			continue // nothing to use (Kubernetes requires one)
 		}
+		// Only the first address and the ready condition are kept: the
+		// rest is what translation never reads, and the session would
+		// otherwise hold the request's messages for as long as it lives.
+		c := e.GetConditions()
+		es.Endpoints[kept] = source.Endpoint{Address: addresses[0], NotReady: c != nil && c.Ready != nil && !*c.Ready}
+		kept++
+	}
+	es.Endpoints = es.Endpoints[:kept:kept]
+	if kept == 0 {
+		es.Endpoints = nil
 	}
 	ports := pb.GetPorts()
 	es.Ports = carve(&d.endpointPorts, len(ports))

@@ -30,8 +30,14 @@ func TestDecodeRequest(t *testing.T) {
 		Objects: []*tributaryv1.KubernetesObject{
 			endpointSliceObject(sliceMeta("ns", "svc-abc", "svc"),
 				[]*tributaryv1.EndpointPort{tcpPort("grpc", 9001), {}},
+				// Only the first address and whether ready is false are kept;
+				// an endpoint without an address is left out.
 				&tributaryv1.Endpoint{Addresses: []string{"10.0.0.2", "10.0.0.3"}},
 				&tributaryv1.Endpoint{Addresses: []string{"10.0.0.1"}, Conditions: &tributaryv1.EndpointConditions{Ready: proto.Bool(false), Serving: proto.Bool(true), Terminating: proto.Bool(true)}},
+				&tributaryv1.Endpoint{Conditions: &tributaryv1.EndpointConditions{Ready: proto.Bool(true)}},
+				&tributaryv1.Endpoint{Addresses: []string{"10.0.0.4"}, Conditions: &tributaryv1.EndpointConditions{Ready: proto.Bool(true), Serving: proto.Bool(false), Terminating: proto.Bool(true)}},
+				&tributaryv1.Endpoint{Addresses: []string{"10.0.0.5"}, Conditions: &tributaryv1.EndpointConditions{Serving: proto.Bool(false)}},
+				&tributaryv1.Endpoint{Addresses: []string{""}},
 			),
 			extensionServiceObject(esMeta, &tributaryv1.ExtensionServiceSpec{
 				Services:             []*tributaryv1.ExtensionServiceTarget{{Name: "svc", Port: 9000, Weight: 3}, {Name: "other", Port: 80}},
@@ -82,8 +88,11 @@ func TestDecodeRequest(t *testing.T) {
 			Meta:        source.Meta{Namespace: "ns", Name: "svc-abc", Labels: map[string]string{source.ServiceNameLabel: "svc"}},
 			AddressType: "IPv4",
 			Endpoints: []source.Endpoint{
-				{Addresses: []string{"10.0.0.2", "10.0.0.3"}},
-				{Addresses: []string{"10.0.0.1"}, Ready: proto.Bool(false), Serving: proto.Bool(true), Terminating: proto.Bool(true)},
+				{Address: "10.0.0.2"},
+				{Address: "10.0.0.1", NotReady: true},
+				{Address: "10.0.0.4"},
+				{Address: "10.0.0.5"},
+				{Address: ""},
 			},
 			Ports: []source.EndpointPort{{Name: proto.String("grpc"), Port: proto.Int32(9001), Protocol: proto.String("TCP")}, {}},
 		}},

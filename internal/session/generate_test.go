@@ -14,7 +14,6 @@ var (
 
 func strp(s string) *string { return &s }
 func i32p(i int32) *int32   { return &i }
-func boolp(v bool) *bool    { return &v }
 
 // generatorOptions are the shared generator's (internal/objectgen)
 // defaults: its small universe with every knob on.

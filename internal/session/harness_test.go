@@ -59,7 +59,7 @@ func endpointSlice(namespace, name, service string, addresses ...string) source.
 		slice.Labels = map[string]string{source.ServiceNameLabel: service}
 	}
 	for _, a := range addresses {
-		slice.Endpoints = append(slice.Endpoints, source.Endpoint{Addresses: []string{a}, Ready: boolp(true)})
+		slice.Endpoints = append(slice.Endpoints, source.Endpoint{Address: a})
 	}
 	return slice
 }

@@ -104,8 +104,8 @@ func serviceSize(svc *source.Service) int64 {
 	return n
 }
 
-// endpointSize is one Endpoint's struct and its three condition flags.
-const endpointSize = int64(unsafe.Sizeof(source.Endpoint{})) + 3*8
+// endpointSize is one Endpoint's struct, its address's header included.
+const endpointSize = int64(unsafe.Sizeof(source.Endpoint{}))
 
 // addressOutputSize is the output one address becomes: its LbEndpoint in
 // the encoded ClusterLoadAssignment (held until the delta is sent) and in
@@ -128,10 +128,7 @@ func endpointSliceSize(slice *source.EndpointSlice) int64 {
 	cachedKeys := int64(max(1, len(slice.Ports))) * cachedKeySize
 	for i := range slice.Endpoints {
 		ep := &slice.Endpoints[i]
-		n += endpointSize + cachedKeys
-		for _, a := range ep.Addresses {
-			n += int64(unsafe.Sizeof(a)) + int64(len(a)) + addressOutputSize
-		}
+		n += endpointSize + cachedKeys + int64(len(ep.Address)) + addressOutputSize
 	}
 	for _, p := range slice.Ports {
 		n += int64(unsafe.Sizeof(p)) + 3*8

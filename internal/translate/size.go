@@ -283,12 +283,12 @@ func (e *Estimator) countTarget(service source.NamespacedName, quick bool) targe
 				continue
 			}
 			for i := range slice.Endpoints {
-				addrs := slice.Endpoints[i].Addresses
-				if len(addrs) == 0 || len(addrs[0]) > longest {
+				address := slice.Endpoints[i].Address
+				if len(address) > longest {
 					continue
 				}
 				t.endpoints++
-				t.bytes += lbEndpoint(len(addrs[0]), port, 0)
+				t.bytes += lbEndpoint(len(address), port, 0)
 			}
 		}
 	}

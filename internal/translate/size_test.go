@@ -97,15 +97,15 @@ func TestQuickBoundsEstimate(t *testing.T) {
 			for j := range s.Endpoints {
 				switch r.IntN(6) {
 				case 0:
-					s.Endpoints[j].Addresses = nil
+					s.Endpoints[j].Address = ""
 				case 1:
-					s.Endpoints[j].Addresses = []string{"255.255.255.255", strings.Repeat("9", 100)}
+					s.Endpoints[j].Address = "255.255.255.255"
 				case 2:
-					s.Endpoints[j].Addresses = []string{fmt.Sprintf("ffff:ffff:ffff:ffff:ffff:ffff:255.255.255.%d", 100+r.IntN(156))}
+					s.Endpoints[j].Address = fmt.Sprintf("ffff:ffff:ffff:ffff:ffff:ffff:255.255.255.%d", 100+r.IntN(156))
 				case 3:
-					s.Endpoints[j].Addresses = []string{"fe80::1%" + strings.Repeat("e", 60)}
+					s.Endpoints[j].Address = "fe80::1%" + strings.Repeat("e", 60)
 				case 4:
-					s.Endpoints[j].Addresses = []string{"host.example.com", "10.0.0.1"}
+					s.Endpoints[j].Address = "host.example.com"
 				}
 			}
 		}
@@ -156,9 +156,9 @@ func amplify(r *rand.Rand, objs *source.Objects, settings *source.Settings) {
 			for j := range s.Endpoints {
 				switch r.IntN(3) {
 				case 0: // the longest IPv6 literal
-					s.Endpoints[j].Addresses = []string{fmt.Sprintf("ffff:ffff:ffff:ffff:ffff:ffff:255.255.%d.%d", r.IntN(256), r.IntN(256))}
+					s.Endpoints[j].Address = fmt.Sprintf("ffff:ffff:ffff:ffff:ffff:ffff:255.255.%d.%d", r.IntN(256), r.IntN(256))
 				case 1: // the shortest, whose JSON is the largest share
-					s.Endpoints[j].Addresses = []string{fmt.Sprintf("::%x", 1+j)}
+					s.Endpoints[j].Address = fmt.Sprintf("::%x", 1+j)
 				}
 			}
 			switch r.IntN(3) {

@@ -1,8 +1,6 @@
 package workload
 
 import (
-	"slices"
-
 	tributaryv1 "github.com/tributary-dev/tributary/gen/go/tributary/v1"
 	"github.com/tributary-dev/tributary/internal/source"
 )
@@ -57,9 +55,12 @@ func EndpointSliceObject(s *source.EndpointSlice) *tributaryv1.KubernetesObject 
 		slice.Ports = append(slice.Ports, &tributaryv1.EndpointPort{Name: p.Name, Port: p.Port, Protocol: p.Protocol})
 	}
 	for _, e := range s.Endpoints {
+		// Every condition set, as the EndpointSlice controller sets them: a
+		// ready endpoint serves and is not terminating.
+		ready, terminating := !e.NotReady, false
 		slice.Endpoints = append(slice.Endpoints, &tributaryv1.Endpoint{
-			Addresses:  slices.Clone(e.Addresses),
-			Conditions: &tributaryv1.EndpointConditions{Ready: e.Ready, Serving: e.Serving, Terminating: e.Terminating},
+			Addresses:  []string{e.Address},
+			Conditions: &tributaryv1.EndpointConditions{Ready: &ready, Serving: &ready, Terminating: &terminating},
 		})
 	}
 	return &tributaryv1.KubernetesObject{Kind: &tributaryv1.KubernetesObject_EndpointSlice{EndpointSlice: slice}}

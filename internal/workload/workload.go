@@ -33,7 +33,6 @@ func Standard(n, m int) *source.Objects {
 		EndpointSlices:    make([]source.EndpointSlice, 0, 2*n),
 	}
 	h2c := "h2c"
-	ready, notTerminating := true, false // shared by every endpoint, as a decoder interning them would
 	tcp, portName, port := "TCP", "grpc", int32(TargetPort)
 	slicePorts := []source.EndpointPort{{Name: &portName, Port: &port, Protocol: &tcp}}
 
@@ -71,12 +70,7 @@ func Standard(n, m int) *source.Objects {
 				Endpoints:   make([]source.Endpoint, m),
 			}
 			for j := range slice.Endpoints {
-				slice.Endpoints[j] = source.Endpoint{
-					Addresses:   []string{PodAddress(pod).String()},
-					Ready:       &ready,
-					Serving:     &ready,
-					Terminating: &notTerminating,
-				}
+				slice.Endpoints[j] = ReadyEndpoint(PodAddress(pod).String())
 				pod++
 			}
 			objs.EndpointSlices = append(objs.EndpointSlices, slice)
@@ -86,11 +80,11 @@ func Standard(n, m int) *source.Objects {
 	return objs
 }
 
-// ReadyEndpoint is an endpoint at address that is ready, serving and not
-// terminating, as the workload's endpoints are.
+// ReadyEndpoint is an endpoint at address that is ready, as the workload's
+// endpoints are (EndpointSliceObject sends it ready, serving and not
+// terminating).
 func ReadyEndpoint(address string) source.Endpoint {
-	ready, terminating := true, false
-	return source.Endpoint{Addresses: []string{address}, Ready: &ready, Serving: &ready, Terminating: &terminating}
+	return source.Endpoint{Address: address}
 }
 
 // PodAddress scatters pod number i over 10.0.0.0/8. Multiplying by an odd

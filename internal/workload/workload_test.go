@@ -25,10 +25,10 @@ func TestStandard(t *testing.T) {
 	seen := map[string]bool{}
 	for _, s := range objs.EndpointSlices {
 		for _, ep := range s.Endpoints {
-			if seen[ep.Addresses[0]] {
-				t.Errorf("address %s used twice", ep.Addresses[0])
+			if seen[ep.Address] {
+				t.Errorf("address %s used twice", ep.Address)
 			}
-			seen[ep.Addresses[0]] = true
+			seen[ep.Address] = true
 		}
 	}
 	if len(seen) != 2*n*m {

@@ -90,8 +90,7 @@ func (w *tenant) churn() *tributaryv1.KubernetesObject {
 		eps[i] = workload.ReadyEndpoint(w.newPod())
 	case 1: // readiness flips
 		i := w.rnd.IntN(len(eps))
-		ready := eps[i].Ready == nil || !*eps[i].Ready
-		eps[i].Ready = &ready
+		eps[i].NotReady = !eps[i].NotReady
 	case 2: // scale up
 		eps = append(eps, workload.ReadyEndpoint(w.newPod()))
 	case 3: // scale down
