@@ -115,44 +115,50 @@ func (e *sliceEntry) run(portName string) *sliceRun {
 // ones, so the endpoints the two share from the start on are taken from
 // the previous run rather than parsed and sorted again.
 func (c *Collector) makeSliceRun(es *source.EndpointSlice, portName string, previous *sliceEntry) sliceRun {
+	s := &c.scratch
+	r := sliceRun{portName: portName}
+	if !packable(es) {
+		// The endpoints are parsed in the scratch space past the
+		// candidates in use, and copied out.
+		mark := len(s.candidates)
+		s.appendSliceEndpoints(es, portName, &r.warnings, 0, 0)
+		if sorted := s.sortUnique(s.candidates[mark:], 0, len(es.Endpoints)); len(sorted) > 0 {
+			r.general = slices.Clone(sorted)
+		}
+		s.candidates = s.candidates[:mark]
+		return r
+	}
+
 	from, kept := 0, []uint64(nil)
 	if prev := previous.run(portName); prev != nil && prev.packed != nil && len(prev.warnings) == 0 &&
-		es.AddressType == previous.slice.AddressType && packable(es) &&
+		es.AddressType == previous.slice.AddressType &&
 		samePorts(es.Ports, previous.slice.Ports) {
 		if from = sharedPrefix(previous.slice.Endpoints, es.Endpoints); from > 0 {
 			kept = prev.packed
 		}
 	}
-
-	// The new endpoints are parsed in the scratch space past the candidates
-	// in use, and copied out.
-	s := &c.scratch
-	mark := len(s.candidates)
-	var warnings []Warning
-	s.appendSliceEndpoints(es, portName, &warnings, 0, from)
-	sorted := s.sortUnique(s.candidates[mark:], 0, len(es.Endpoints))
-	defer func() { s.candidates = s.candidates[:mark] }()
-
-	r := sliceRun{portName: portName, warnings: warnings}
-	if !packable(es) {
-		if len(sorted) > 0 {
-			r.general = append([]candidate(nil), sorted...)
+	// The new endpoints are parsed in sortUnique's scratch keys, which
+	// nothing else uses in between.
+	fresh := s.appendSliceKeys(s.keys[:0], es, portName, &r.warnings, from)
+	s.keys = fresh
+	if kept == nil {
+		if len(fresh) > 0 {
+			r.packed = slices.Clone(fresh)
 		}
 		return r
 	}
 	// Both parts are sorted and free of repeats; a merge gives their union
 	// in order, and an address:port in both keeps its earlier endpoint,
 	// which is the kept one: every kept index lies before from. The merge
-	// runs in sortUnique's scratch keys, done with by now.
-	merged := s.keys[:0]
+	// runs in the scratch keys past fresh.
+	merged := fresh[len(fresh):]
 	i := 0
 	push := func(k uint64) {
 		if n := len(merged); n == 0 || keySocket(merged[n-1]) != keySocket(k) {
 			merged = append(merged, k)
 		}
 	}
-	for _, cand := range sorted {
-		k := packKey(cand, cand.text)
+	for _, k := range fresh {
 		for ; i < len(kept) && kept[i] < k; i++ {
 			if int(keyIndex(kept[i])) < from {
 				push(kept[i])
@@ -165,7 +171,6 @@ func (c *Collector) makeSliceRun(es *source.EndpointSlice, portName string, prev
 			push(kept[i])
 		}
 	}
-	s.keys = merged
 	if len(merged) > 0 {
 		r.packed = slices.Clone(merged)
 	}
@@ -194,50 +199,6 @@ func samePorts(a, b []source.EndpointPort) bool {
 
 func equalPtr[T comparable](a, b *T) bool {
 	return a == b || (a != nil && b != nil && *a == *b)
-}
-
-// packedTargets reports whether every target can take the packed path: c
-// caches slices, and each target's Service has at most one EndpointSlice,
-// an IPv4 one whose run is therefore packed. That is nearly every Service
-// of a cluster (the EndpointSlice controller starts a second slice past 100
-// endpoints), and on that path each run is used as the cache holds it,
-// never copied into candidates.
-func (c *Collector) packedTargets(namespace string, targets []Target) bool {
-	if c.cache == nil {
-		return false
-	}
-	for _, t := range targets {
-		switch slices := c.slices.EndpointSlices(source.NamespacedName{Namespace: namespace, Name: t.Service}); len(slices) {
-		case 0:
-		case 1:
-			if !packable(slices[0]) {
-				return false
-			}
-		default:
-			return false
-		}
-	}
-	return true
-}
-
-// collectPacked is collect on the packed path (see packedTargets): the run
-// of targets[i] is its slice's run, as keys; its start is count, the keys
-// of the targets before it, and collectPacked returns count with its own
-// added. The cache's run is shared: dropTaken filters it into a copy only
-// when an earlier target holds some of it, which is rare.
-func (c *Collector) collectPacked(namespace string, targets []Target, i, count int) int {
-	s := &c.scratch
-	t, u := &targets[i], &s.targets[i]
-	u.start, u.end = count, count
-	slices := c.slices.EndpointSlices(source.NamespacedName{Namespace: namespace, Name: t.Service})
-	if len(slices) == 0 {
-		return count
-	}
-	r := c.sliceRun(slices[0], t.PortName)
-	s.warnings = append(s.warnings, r.warnings...)
-	u.keys, u.slice = r.packed, slices[0]
-	u.end = count + len(r.packed)
-	return u.end
 }
 
 // appendTo appends r's candidates, taken from es, to s as they would have

@@ -52,7 +52,12 @@ func (c candidate) addrPort() netip.AddrPort {
 // candidates, and keys of one address:port differ only in the index, so
 // plain integer sorting and comparison stand in for the struct's.
 func packKey(c candidate, text uint32) uint64 {
-	return uint64(uint32(c.lo))<<32 | uint64(c.port)<<16 | uint64(text)
+	return newKey(uint32(c.lo), c.port, text)
+}
+
+// newKey packs the IPv4 address v4 (big-endian bits), port and text.
+func newKey(v4 uint32, port uint16, text uint32) uint64 {
+	return uint64(v4)<<32 | uint64(port)<<16 | uint64(text)
 }
 
 // unpackKey gives k back as a candidate whose text is text.
@@ -137,7 +142,7 @@ func (s *scratch) sortUnique(run []candidate, firstText uint32, texts int) []can
 	for _, c := range run {
 		s.keys = append(s.keys, packKey(c, c.text-firstText))
 	}
-	slices.Sort(s.keys)
+	s.sortBuffer = sortKeys(s.keys, s.sortBuffer)
 	n := 0
 	for i, k := range s.keys {
 		if i > 0 && keySocket(k) == keySocket(s.keys[i-1]) {

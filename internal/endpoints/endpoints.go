@@ -98,8 +98,11 @@ type scratch struct {
 	warnings  []Warning
 	// ports holds one slice's matching port numbers.
 	ports []uint16
-	// keys is where sortUnique packs IPv4 candidates.
-	keys []uint64
+	// keys holds, on the packed path without a cache, the run of every
+	// target (see collectPacked); otherwise it is where sortUnique packs
+	// IPv4 candidates and makeSliceRun parses a slice. sortBuffer is
+	// sortKeys' scratch.
+	keys, sortBuffer []uint64
 	// warningsEnd is, per target, the end of its warnings in warnings
 	// before address:ports taken by earlier targets are counted.
 	warningsEnd []int
@@ -135,7 +138,7 @@ func (c *Collector) Collect(namespace string, targets []Target) ([][]Endpoint, [
 	count := 0
 	for i := range targets {
 		if packed {
-			count = c.collectPacked(namespace, targets, i, count)
+			count = c.collectPacked(targets, i, count)
 		} else {
 			c.collect(namespace, targets, i)
 			count = len(s.candidates)

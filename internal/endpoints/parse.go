@@ -1,31 +1,18 @@
 package endpoints
 
 import (
+	"encoding/binary"
 	"math"
 	"net/netip"
 
 	"github.com/tributary-dev/tributary/internal/source"
 )
 
-// appendSliceEndpoints appends to the scratch candidates every ready
-// endpoint of es, from es.Endpoints[from] on, on every slice port matching
-// the Service port named portName ("" for an unnamed port, which matches
-// every TCP port), and reports whether it appended any. A candidate's text
-// is firstText plus the index of its endpoint in es.Endpoints (see
-// appendAddresses); the texts themselves are the caller's to record.
-// Endpoints and ports Envoy could not take are skipped with at most one
-// warning each per slice, appended to warnings.
-func (s *scratch) appendSliceEndpoints(es *source.EndpointSlice, portName string, warnings *[]Warning, firstText uint32, from int) bool {
-	var is4 bool
-	switch es.AddressType {
-	case "IPv4":
-		is4 = true
-	case "IPv6":
-	default:
-		// FQDN slices name hosts, which EDS cannot carry.
-		return false
-	}
-
+// matchPorts sets s.ports to the numbers of es's ports that serve the
+// Service port named portName ("" for an unnamed port, which every TCP
+// port serves), and reports whether there are any. A port Envoy could not
+// take is skipped, with one warning per slice appended to warnings.
+func (s *scratch) matchPorts(es *source.EndpointSlice, portName string, warnings *[]Warning) bool {
 	s.ports = s.ports[:0]
 	badPort, hasBadPort := int32(0), false
 	for _, p := range es.Ports {
@@ -46,7 +33,29 @@ func (s *scratch) appendSliceEndpoints(es *source.EndpointSlice, portName string
 	if hasBadPort {
 		*warnings = append(*warnings, invalidPortWarning(es, badPort))
 	}
-	if len(s.ports) == 0 {
+	return len(s.ports) > 0
+}
+
+// appendSliceEndpoints appends to the scratch candidates every ready
+// endpoint of es, from es.Endpoints[from] on, on every slice port matching
+// the Service port named portName (see matchPorts), and reports whether it
+// appended any. A candidate's text is firstText plus the index of its
+// endpoint in es.Endpoints (see appendAddresses); the texts themselves are
+// the caller's to record. Endpoints and ports Envoy could not take are
+// skipped with at most one warning each per slice, appended to warnings.
+//
+// appendSliceKeys is the same for a packable slice, in packed keys.
+func (s *scratch) appendSliceEndpoints(es *source.EndpointSlice, portName string, warnings *[]Warning, firstText uint32, from int) bool {
+	var is4 bool
+	switch es.AddressType {
+	case "IPv4":
+		is4 = true
+	case "IPv6":
+	default:
+		// FQDN slices name hosts, which EDS cannot carry.
+		return false
+	}
+	if !s.matchPorts(es, portName, warnings) {
 		return false
 	}
 
@@ -58,27 +67,30 @@ func (s *scratch) appendSliceEndpoints(es *source.EndpointSlice, portName string
 			continue
 		}
 		text := ep.Address
+		idx := firstText + uint32(i)
 		if is4 {
-			// Nearly every address is a plain dotted quad: parse it
-			// without netip's general machinery.
-			if v4, ok := parseDottedQuad(text); ok {
-				idx := firstText + uint32(i)
-				for _, port := range s.ports {
-					s.candidates = append(s.candidates, newCandidate4(v4, port, idx))
+			v4, ok := parseIPv4(text)
+			if !ok {
+				if bad == 0 {
+					firstBad = text
 				}
+				bad++
 				continue
 			}
+			for _, port := range s.ports {
+				s.candidates = append(s.candidates, newCandidate4(v4, port, idx))
+			}
+			continue
 		}
 		addr, err := netip.ParseAddr(text)
 		// A zone (fe80::1%eth0) is not part of an address Envoy can parse.
-		if err != nil || addr.Is4() != is4 || addr.Zone() != "" {
+		if err != nil || addr.Is4() || addr.Zone() != "" {
 			if bad == 0 {
 				firstBad = text
 			}
 			bad++
 			continue
 		}
-		idx := firstText + uint32(i)
 		for _, port := range s.ports {
 			s.candidates = append(s.candidates, newCandidate(addr, port, idx))
 		}
@@ -89,6 +101,44 @@ func (s *scratch) appendSliceEndpoints(es *source.EndpointSlice, portName string
 	return len(s.candidates) > appended
 }
 
+// appendSliceKeys is appendSliceEndpoints for a packable slice (see
+// packable), in packed keys whose index is the endpoint's in es, appended
+// to keys sorted and without repeats; it returns keys.
+//
+// Packing as it parses, rather than making candidates and packing them to
+// sort, is what makes the common slice cheap: a key is a third of a
+// candidate's size, and the address's spelling is found again through its
+// index, so no text is recorded.
+func (s *scratch) appendSliceKeys(keys []uint64, es *source.EndpointSlice, portName string, warnings *[]Warning, from int) []uint64 {
+	if !s.matchPorts(es, portName, warnings) {
+		return keys
+	}
+	start := len(keys)
+	bad, firstBad := 0, ""
+	for i := from; i < len(es.Endpoints); i++ {
+		ep := &es.Endpoints[i]
+		if ep.NotReady {
+			continue
+		}
+		v4, ok := parseIPv4(ep.Address)
+		if !ok {
+			if bad == 0 {
+				firstBad = ep.Address
+			}
+			bad++
+			continue
+		}
+		for _, port := range s.ports {
+			keys = append(keys, newKey(v4, port, uint32(i)))
+		}
+	}
+	if bad > 0 {
+		*warnings = append(*warnings, invalidAddressWarning(es, bad, firstBad))
+	}
+	s.sortBuffer = sortKeys(keys[start:], s.sortBuffer)
+	return keys[:start+len(uniqueKeys(keys[start:]))]
+}
+
 // appendAddresses appends the address of every endpoint of es, in order,
 // for the candidates appendSliceEndpoints made.
 func appendAddresses(texts []string, es *source.EndpointSlice) []string {
@@ -96,6 +146,21 @@ func appendAddresses(texts []string, es *source.EndpointSlice) []string {
 		texts = append(texts, es.Endpoints[i].Address)
 	}
 	return texts
+}
+
+// parseIPv4 parses text as an address of an IPv4 slice: what
+// netip.ParseAddr reads as an unzoned IPv4 address, as big-endian bits.
+func parseIPv4(text string) (uint32, bool) {
+	// Nearly every address is a plain dotted quad: parse it without
+	// netip's general machinery.
+	if v4, ok := parseDottedQuad(text); ok {
+		return v4, true
+	}
+	addr, err := netip.ParseAddr(text)
+	if err != nil || !addr.Is4() {
+		return 0, false
+	}
+	return binary.BigEndian.Uint32(addr.AsSlice()), true
 }
 
 // parseDottedQuad parses s as four decimal fields 0-255 without leading
