@@ -98,7 +98,7 @@ func (c *admissionCodec) Unmarshal(data mem.BufferSlice, v any) error {
 		verdict = admission{refused: status.Errorf(codes.ResourceExhausted,
 			"the server has no memory for a request of %d bytes now (requests in flight may use %d bytes, --max-inflight-bytes, and a request costs about %d times its size); retry later",
 			wire, c.budget.max, DecodeAmplification)}
-	} else if err := protoCodecV2.Unmarshal(data, v); err != nil {
+	} else if err := unmarshalRequest(data, v); err != nil {
 		c.budget.release(cost)
 		// protobuf-go puts a random mix of spaces and no-break spaces in
 		// its errors, against matching on them: a status message is

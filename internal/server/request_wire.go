@@ -1,0 +1,427 @@
+package server
+
+import (
+	"strings"
+	"unicode/utf8"
+
+	"google.golang.org/grpc/mem"
+	"google.golang.org/protobuf/encoding/protowire"
+	"google.golang.org/protobuf/proto"
+
+	tributaryv1 "github.com/tributary-dev/tributary/gen/go/tributary/v1"
+)
+
+// The requests that carry EndpointSlices (a Translate request, a Sync
+// batch) are mostly endpoints: two million of them at N=10000 × M=100.
+// protobuf-go gives each endpoint its own Endpoint, EndpointConditions,
+// three bools, an address list and an address string, seven objects the
+// garbage collector then has to scan, and that decoding was the largest
+// part of a Translate call's CPU time. The fast path below reads such a
+// request off the wire itself and gives the endpoints of each slice a few
+// shared arrays instead. It builds exactly the message protobuf would:
+// whatever is not the plain well-formed encoding of these messages (an
+// unknown field, a singular field seen twice, which protobuf merges, a
+// string that is not UTF-8, a bool other than 0 or 1, a truncated field)
+// makes it decline, and the request is decoded by protobuf as before, with
+// the same result or the same error. FuzzDecodeRequestWire holds it to
+// proto.Unmarshal.
+
+// unmarshalRequest decodes data into v as gRPC's proto codec does, through
+// the fast path when v is a request it knows and data is plainly encoded.
+func unmarshalRequest(data mem.BufferSlice, v any) error {
+	switch m := v.(type) {
+	case *tributaryv1.TranslateRequest, *tributaryv1.SyncRequest:
+		// The decoded message holds no reference to buf (every string is
+		// a copy), so buf can go back to gRPC's pool.
+		buf := data.MaterializeToBuffer(mem.DefaultBufferPool())
+		decoded := decodeRequestWire(buf.ReadOnlyData(), m.(proto.Message))
+		buf.Free()
+		if decoded {
+			return nil
+		}
+	}
+	return protoCodecV2.Unmarshal(data, v)
+}
+
+// decodeRequestWire replaces m, a TranslateRequest or a SyncRequest, with
+// the message b encodes, as proto.Unmarshal would, or reports false and
+// leaves m alone when b is not the plain encoding the fast path reads.
+func decodeRequestWire(b []byte, m proto.Message) bool {
+	var d wireDecoder
+	switch m := m.(type) {
+	case *tributaryv1.TranslateRequest:
+		return d.translateRequest(b, m)
+	case *tributaryv1.SyncRequest:
+		return d.syncRequest(b, m)
+	}
+	return false
+}
+
+// wireDecoder is the fast path's scratch space for one request: the
+// endpoints of the slice being read, kept from one slice to the next.
+type wireDecoder struct {
+	endpoints []endpointOnWire
+	// addresses are every address of the slice's endpoints, in order;
+	// they point into the wire's bytes.
+	addresses [][]byte
+}
+
+func (d *wireDecoder) translateRequest(b []byte, m *tributaryv1.TranslateRequest) bool {
+	var (
+		settings                 *tributaryv1.Settings
+		objects                  []*tributaryv1.KubernetesObject
+		includeJSON, seenInclude bool
+	)
+	for len(b) > 0 {
+		f, rest, ok := nextField(b)
+		if !ok {
+			return false
+		}
+		b = rest
+		switch {
+		case f.is(1, protowire.BytesType) && settings == nil:
+			if settings = unmarshalNew[tributaryv1.Settings](f.bytes); settings == nil {
+				return false
+			}
+		case f.is(2, protowire.BytesType):
+			o := d.object(f.bytes)
+			if o == nil {
+				return false
+			}
+			objects = append(objects, o)
+		case f.is(3, protowire.VarintType) && !seenInclude:
+			if includeJSON, ok = wireBool(f.varint); !ok {
+				return false
+			}
+			seenInclude = true
+		default:
+			return false
+		}
+	}
+	proto.Reset(m)
+	m.Settings, m.Objects, m.IncludeJson = settings, objects, includeJSON
+	return true
+}
+
+// syncRequestWire reads a SyncRequest that is a batch; a session's start,
+// one message per session, is left to protobuf.
+func (d *wireDecoder) syncRequest(b []byte, m *tributaryv1.SyncRequest) bool {
+	var batch *tributaryv1.SyncBatch
+	for len(b) > 0 {
+		f, rest, ok := nextField(b)
+		if !ok || !f.is(2, protowire.BytesType) || batch != nil {
+			return false
+		}
+		b = rest
+		if batch = d.syncBatch(f.bytes); batch == nil {
+			return false
+		}
+	}
+	if batch == nil {
+		return false
+	}
+	proto.Reset(m)
+	m.Message = &tributaryv1.SyncRequest_Batch{Batch: batch}
+	return true
+}
+
+func (d *wireDecoder) syncBatch(b []byte) *tributaryv1.SyncBatch {
+	batch := new(tributaryv1.SyncBatch)
+	seenID := false
+	for len(b) > 0 {
+		f, rest, ok := nextField(b)
+		if !ok {
+			return nil
+		}
+		b = rest
+		switch {
+		case f.is(1, protowire.VarintType) && !seenID:
+			batch.Id, seenID = f.varint, true
+		case f.is(2, protowire.BytesType):
+			o := d.object(f.bytes)
+			if o == nil {
+				return nil
+			}
+			batch.Upserts = append(batch.Upserts, o)
+		case f.is(3, protowire.BytesType):
+			ref := unmarshalNew[tributaryv1.ObjectReference](f.bytes)
+			if ref == nil {
+				return nil
+			}
+			batch.Deletes = append(batch.Deletes, ref)
+		default:
+			return nil
+		}
+	}
+	return batch
+}
+
+// objectWire reads a KubernetesObject: an EndpointSlice by hand, any other
+// kind through protobuf.
+func (d *wireDecoder) object(b []byte) *tributaryv1.KubernetesObject {
+	o := new(tributaryv1.KubernetesObject)
+	for len(b) > 0 {
+		f, rest, ok := nextField(b)
+		// A second member of the oneof replaces the first, and a second
+		// instance of the same member merges into it: both left to
+		// protobuf.
+		if !ok || f.typ != protowire.BytesType || o.Kind != nil {
+			return nil
+		}
+		b = rest
+		switch f.num {
+		case 1:
+			if es := unmarshalNew[tributaryv1.ExtensionService](f.bytes); es != nil {
+				o.Kind = &tributaryv1.KubernetesObject_ExtensionService{ExtensionService: es}
+			}
+		case 2:
+			if svc := unmarshalNew[tributaryv1.Service](f.bytes); svc != nil {
+				o.Kind = &tributaryv1.KubernetesObject_Service{Service: svc}
+			}
+		case 3:
+			if slice := d.endpointSlice(f.bytes); slice != nil {
+				o.Kind = &tributaryv1.KubernetesObject_EndpointSlice{EndpointSlice: slice}
+			}
+		case 4:
+			if secret := unmarshalNew[tributaryv1.Secret](f.bytes); secret != nil {
+				o.Kind = &tributaryv1.KubernetesObject_Secret{Secret: secret}
+			}
+		case 5:
+			if d := unmarshalNew[tributaryv1.TLSCertificateDelegation](f.bytes); d != nil {
+				o.Kind = &tributaryv1.KubernetesObject_TlsCertificateDelegation{TlsCertificateDelegation: d}
+			}
+		}
+		if o.Kind == nil {
+			return nil
+		}
+	}
+	return o
+}
+
+// endpointOnWire is one endpoint of a slice as read from the wire: how
+// many addresses it has (they follow those of the endpoints before it in
+// the slice's list) and its conditions.
+type endpointOnWire struct {
+	addresses  int
+	conditions conditionsOnWire
+}
+
+// conditionsOnWire is an EndpointConditions as read from the wire: whether
+// it is present, and each of ready, serving and terminating, in that
+// order, whether it is set and its value.
+type conditionsOnWire struct {
+	present bool
+	set     [3]bool
+	value   [3]bool
+}
+
+func (d *wireDecoder) endpointSlice(b []byte) *tributaryv1.EndpointSlice {
+	slice := new(tributaryv1.EndpointSlice)
+	seenAddressType := false
+	d.endpoints, d.addresses = d.endpoints[:0], d.addresses[:0]
+	for len(b) > 0 {
+		f, rest, ok := nextField(b)
+		if !ok || f.typ != protowire.BytesType {
+			return nil
+		}
+		b = rest
+		switch {
+		case f.num == 1 && slice.Metadata == nil:
+			if slice.Metadata = unmarshalNew[tributaryv1.ObjectMeta](f.bytes); slice.Metadata == nil {
+				return nil
+			}
+		case f.num == 2 && !seenAddressType:
+			if !utf8.Valid(f.bytes) {
+				return nil
+			}
+			slice.AddressType, seenAddressType = string(f.bytes), true
+		case f.num == 3:
+			if !d.endpoint(f.bytes) {
+				return nil
+			}
+		case f.num == 4:
+			port := unmarshalNew[tributaryv1.EndpointPort](f.bytes)
+			if port == nil {
+				return nil
+			}
+			slice.Ports = append(slice.Ports, port)
+		default:
+			return nil
+		}
+	}
+	slice.Endpoints = buildEndpoints(d.endpoints, d.addresses)
+	return slice
+}
+
+// endpoint reads one Endpoint of the slice being read.
+func (d *wireDecoder) endpoint(b []byte) bool {
+	var e endpointOnWire
+	for len(b) > 0 {
+		f, rest, ok := nextField(b)
+		if !ok || f.typ != protowire.BytesType {
+			return false
+		}
+		b = rest
+		switch {
+		case f.num == 1:
+			if !utf8.Valid(f.bytes) {
+				return false
+			}
+			d.addresses = append(d.addresses, f.bytes)
+			e.addresses++
+		case f.num == 2 && !e.conditions.present:
+			if !conditionsWire(f.bytes, &e.conditions) {
+				return false
+			}
+		default:
+			return false
+		}
+	}
+	d.endpoints = append(d.endpoints, e)
+	return true
+}
+
+func conditionsWire(b []byte, c *conditionsOnWire) bool {
+	c.present = true
+	for len(b) > 0 {
+		f, rest, ok := nextField(b)
+		if !ok || f.typ != protowire.VarintType || f.num < 1 || f.num > 3 {
+			return false
+		}
+		b = rest
+		i := f.num - 1
+		if c.set[i] {
+			return false
+		}
+		if c.value[i], ok = wireBool(f.varint); !ok {
+			return false
+		}
+		c.set[i] = true
+	}
+	return true
+}
+
+// buildEndpoints makes the messages of a slice's endpoints, read from the
+// wire, in one array of each type: the endpoints, their conditions, the
+// conditions' values, their address lists, and one string holding all
+// their addresses, each address a part of it.
+func buildEndpoints(read []endpointOnWire, addresses [][]byte) []*tributaryv1.Endpoint {
+	if len(read) == 0 {
+		return nil
+	}
+	conditionCount, valueCount, addressBytes := 0, 0, 0
+	for _, e := range read {
+		if e.conditions.present {
+			conditionCount++
+		}
+		for _, set := range e.conditions.set {
+			if set {
+				valueCount++
+			}
+		}
+	}
+	for _, a := range addresses {
+		addressBytes += len(a)
+	}
+	// A copy of the wire's bytes: the wire's buffer goes back to gRPC.
+	var joined strings.Builder
+	joined.Grow(addressBytes)
+	for _, a := range addresses {
+		joined.Write(a)
+	}
+	all := joined.String()
+
+	var (
+		endpoints     = make([]tributaryv1.Endpoint, len(read))
+		pointers      = make([]*tributaryv1.Endpoint, len(read))
+		conditions    = make([]tributaryv1.EndpointConditions, conditionCount)
+		values        = make([]bool, valueCount)
+		addressList   = make([]string, len(addresses))
+		nextAddress   int
+		nextByte      int
+		nextCondition int
+		nextValue     int
+	)
+	for i, a := range addresses {
+		addressList[i] = all[nextByte : nextByte+len(a)]
+		nextByte += len(a)
+	}
+	for i, e := range read {
+		endpoint := &endpoints[i]
+		if e.addresses > 0 {
+			// Capacity ends with the endpoint's own addresses: an append
+			// to one list cannot write into the next.
+			end := nextAddress + e.addresses
+			endpoint.Addresses = addressList[nextAddress:end:end]
+			nextAddress = end
+		}
+		if e.conditions.present {
+			c := &conditions[nextCondition]
+			nextCondition++
+			for j, field := range [3]**bool{&c.Ready, &c.Serving, &c.Terminating} {
+				if e.conditions.set[j] {
+					values[nextValue] = e.conditions.value[j]
+					*field = &values[nextValue]
+					nextValue++
+				}
+			}
+			endpoint.Conditions = c
+		}
+		pointers[i] = endpoint
+	}
+	return pointers
+}
+
+// wireField is one field of a message on the wire: a varint or a
+// length-delimited value, the only wire types these messages use.
+type wireField struct {
+	num    protowire.Number
+	typ    protowire.Type
+	varint uint64
+	bytes  []byte
+}
+
+func (f wireField) is(num protowire.Number, typ protowire.Type) bool {
+	return f.num == num && f.typ == typ
+}
+
+// nextField reads the field at the start of b and returns the rest of b;
+// ok is false for a malformed or truncated field and for a wire type other
+// than varint and length-delimited.
+func nextField(b []byte) (f wireField, rest []byte, ok bool) {
+	num, typ, n := protowire.ConsumeTag(b)
+	if n < 0 {
+		return f, nil, false
+	}
+	b = b[n:]
+	f.num, f.typ = num, typ
+	switch typ {
+	case protowire.VarintType:
+		f.varint, n = protowire.ConsumeVarint(b)
+	case protowire.BytesType:
+		f.bytes, n = protowire.ConsumeBytes(b)
+	default:
+		return f, nil, false
+	}
+	if n < 0 {
+		return f, nil, false
+	}
+	return f, b[n:], true
+}
+
+// wireBool reads a bool's varint. protobuf reads any value but 0 as true;
+// no encoder writes another value than 1, so one is left to protobuf.
+func wireBool(v uint64) (value, ok bool) { return v == 1, v <= 1 }
+
+// unmarshalNew decodes b, the bytes of a field of message type T, into a
+// new T, or returns nil when protobuf refuses them.
+func unmarshalNew[T any, P interface {
+	*T
+	proto.Message
+}](b []byte) P {
+	m := P(new(T))
+	if proto.Unmarshal(b, m) != nil {
+		return nil
+	}
+	return m
+}
