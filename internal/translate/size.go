@@ -165,7 +165,7 @@ func (e *Estimator) Quick(es *source.ExtensionService) int64 {
 
 func (e *Estimator) estimate(es *source.ExtensionService, quick bool) Estimate {
 	var est Estimate
-	name := len(model.ClusterName(es.Namespace, es.Name))
+	name := clusterNameBytes(es.Namespace, es.Name)
 	// name, alt_stat_name and the EDS service_name.
 	cluster := e.perCluster + 3*stringField(name)
 	if est.TLS = speaksTLS(es.Spec.Protocol); est.TLS {
@@ -219,6 +219,13 @@ func (e *Estimator) estimate(es *source.ExtensionService, quick bool) Estimate {
 	return est
 }
 
+// clusterNameBytes is the length of model.ClusterName(namespace, name),
+// without building it (which would read both names' bytes).
+// TestClusterNameBytes holds it to model.ClusterName.
+func clusterNameBytes(namespace, name string) int {
+	return len("extension/") + len(namespace) + len("/") + len(name)
+}
+
 // Address lengths the collector can carry into a ClusterLoadAssignment: it
 // encodes an endpoint's first address as written, once netip.ParseAddr
 // reads it as an unzoned address of the slice's type. IPv4 is at most
@@ -262,7 +269,7 @@ func (e *Estimator) target(service source.NamespacedName) targetEstimate {
 }
 
 // countTarget bounds the endpoints of the Service named service as target
-// says; when quick, in one step per slice port, with every endpoint at the
+// says; when quick, without reading the endpoints, every one at the
 // longest address of its slice's type (see Quick).
 func (e *Estimator) countTarget(service source.NamespacedName, quick bool) targetEstimate {
 	var t targetEstimate
@@ -271,29 +278,43 @@ func (e *Estimator) countTarget(service source.NamespacedName, quick bool) targe
 		if !ok {
 			continue
 		}
+		// The endpoints a slice counts are the same for every port.
+		endpoints, addressBytes := int64(len(slice.Endpoints)), int64(len(slice.Endpoints)*longest)
+		if !quick {
+			endpoints, addressBytes = addressesUpTo(slice.Endpoints, longest)
+		}
 		for _, p := range slice.Ports {
 			if p.Port == nil {
 				continue // serves nothing
 			}
-			port := protowire.SizeVarint(uint64(*p.Port))
-			if quick {
-				n := int64(len(slice.Endpoints))
-				t.endpoints += n
-				t.bytes += n * lbEndpoint(longest, port, 0)
-				continue
-			}
-			for i := range slice.Endpoints {
-				address := slice.Endpoints[i].Address
-				if len(address) > longest {
-					continue
-				}
-				t.endpoints++
-				t.bytes += lbEndpoint(len(address), port, 0)
-			}
+			t.endpoints += endpoints
+			t.bytes += addressBytes + endpoints*ipEndpointFixedBytes(protowire.SizeVarint(uint64(*p.Port)))
 		}
 	}
 	return t
 }
+
+// addressesUpTo counts the endpoints whose first address is at most
+// longest bytes, and sums those addresses' lengths.
+func addressesUpTo(endpoints []source.Endpoint, longest int) (count, bytes int64) {
+	for i := range endpoints {
+		if n := len(endpoints[i].Address); n <= longest {
+			count++
+			bytes += int64(n)
+		}
+	}
+	return count, bytes
+}
+
+// ipEndpointFixedBytes is what an IP endpoint on a port of port bytes
+// holds besides its address: lbEndpoint(n, port, 0) is n +
+// ipEndpointFixedBytes(port) for every n up to maxIPv6Bytes, since every
+// message around such an endpoint is under 128 bytes and each length is
+// one byte whatever n is. So a slice port's endpoints sum to their
+// addresses' bytes and a fixed part each, with no arithmetic per
+// endpoint. TestIPEndpointFixedBytes holds it to lbEndpoint at every
+// address length and port width.
+func ipEndpointFixedBytes(port int) int64 { return lbEndpoint(0, port, 0) }
 
 // rememberedTarget is the number of endpoints from which a target's
 // estimate is remembered (see target).
