@@ -142,7 +142,7 @@ func (s *scratch) sortUnique(run []candidate, firstText uint32, texts int) []can
 	for _, c := range run {
 		s.keys = append(s.keys, packKey(c, c.text-firstText))
 	}
-	s.sortBuffer = sortKeys(s.keys, s.sortBuffer)
+	slices.Sort(s.keys)
 	n := 0
 	for i, k := range s.keys {
 		if i > 0 && keySocket(k) == keySocket(s.keys[i-1]) {

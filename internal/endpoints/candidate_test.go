@@ -11,6 +11,7 @@ import (
 
 	"github.com/tributary-dev/tributary/internal/objectgen"
 	"github.com/tributary-dev/tributary/internal/source"
+	"github.com/tributary-dev/tributary/internal/workload"
 )
 
 // TestCollectOrdersLargeTargets checks ordering and deduplication on
@@ -77,4 +78,21 @@ func FuzzParseDottedQuad(f *testing.F) {
 			t.Fatalf("parseDottedQuad(%q) refused an address netip prints that way", s)
 		}
 	})
+}
+
+// BenchmarkParseDottedQuad parses the pod addresses of the standard
+// workload, scattered over 10.0.0.0/8.
+func BenchmarkParseDottedQuad(b *testing.B) {
+	addresses := make([]string, 1000)
+	for i := range addresses {
+		addresses[i] = workload.PodAddress(uint32(i)).String()
+	}
+	b.SetBytes(int64(len(addresses)))
+	for b.Loop() {
+		for _, s := range addresses {
+			if _, ok := parseDottedQuad(s); !ok {
+				b.Fatalf("%q refused", s)
+			}
+		}
+	}
 }

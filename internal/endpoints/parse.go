@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"math"
 	"net/netip"
+	"slices"
 
 	"github.com/tributary-dev/tributary/internal/source"
 )
@@ -135,7 +136,7 @@ func (s *scratch) appendSliceKeys(keys []uint64, es *source.EndpointSlice, portN
 	if bad > 0 {
 		*warnings = append(*warnings, invalidAddressWarning(es, bad, firstBad))
 	}
-	s.sortBuffer = sortKeys(keys[start:], s.sortBuffer)
+	slices.Sort(keys[start:])
 	return keys[:start+len(uniqueKeys(keys[start:]))]
 }
 
@@ -170,29 +171,36 @@ func parseIPv4(text string) (uint32, bool) {
 // general path (FuzzParseDottedQuad holds it to that).
 func parseDottedQuad(s string) (uint32, bool) {
 	var addr uint32
-	field, digits, fields := uint32(0), 0, 0
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		switch {
-		case c >= '0' && c <= '9':
-			if digits == 1 && field == 0 {
-				return 0, false // a leading zero
-			}
-			field = field*10 + uint32(c-'0')
-			digits++
-			if field > 255 {
+	i := 0
+	for field := range 4 {
+		if field > 0 {
+			if i >= len(s) || s[i] != '.' {
 				return 0, false
 			}
-		case c == '.' && digits > 0 && fields < 3:
-			addr = addr<<8 | field
-			field, digits = 0, 0
-			fields++
-		default:
+			i++
+		}
+		// One to three digits, field by field rather than character by
+		// character: fewer branches, and fewer of them mispredicted.
+		if i >= len(s) || s[i]-'0' > 9 {
 			return 0, false
 		}
+		v := uint32(s[i] - '0')
+		i++
+		if i < len(s) && s[i]-'0' <= 9 {
+			if v == 0 {
+				return 0, false // a leading zero
+			}
+			v = v*10 + uint32(s[i]-'0')
+			i++
+			if i < len(s) && s[i]-'0' <= 9 {
+				v = v*10 + uint32(s[i]-'0')
+				i++
+				if v > 255 {
+					return 0, false
+				}
+			}
+		}
+		addr = addr<<8 | v
 	}
-	if digits == 0 || fields != 3 {
-		return 0, false
-	}
-	return addr<<8 | field, true
+	return addr, i == len(s)
 }

@@ -13,6 +13,8 @@ type mergeScratch struct {
 	heap []int
 	// at is each target's cursor in its run.
 	at []int
+	// cursors is the heap of findTakenKeys.
+	cursors []keyCursor
 	// taken lists, in address:port order, the entries of a run that an
 	// earlier target's run holds too.
 	taken []runEntry
@@ -33,17 +35,13 @@ type runEntry struct{ run, index int }
 // Comparing each target's run with every earlier one instead would be
 // quadratic in the targets: 40,000 targets took a minute.
 func (s *scratch) dropTaken(namespace string, targets []Target, packed bool, count int) int {
-	var compare func(r, i, q, j int) int
 	if packed {
-		compare = func(r, i, q, j int) int {
-			return cmp.Compare(keySocket(s.targets[r].keys[i]), keySocket(s.targets[q].keys[j]))
-		}
+		s.findTakenKeys()
 	} else {
-		compare = func(r, i, q, j int) int {
+		s.findTaken(func(r, i, q, j int) int {
 			return compareSockets(s.candidates[s.targets[r].start+i], s.candidates[s.targets[q].start+j])
-		}
+		})
 	}
-	s.findTaken(compare)
 	taken := s.merge.taken
 	if len(taken) == 0 {
 		return count
@@ -125,6 +123,82 @@ func (s *scratch) findTaken(compare func(r, i, q, j int) int) {
 	// can equal one, and its entries are in order.
 	if r := m.heap[0]; last >= 0 && compare(r, m.at[r], last, lastAt) == 0 {
 		m.taken = append(m.taken, runEntry{run: r, index: m.at[r]})
+	}
+}
+
+// findTakenKeys is findTaken for the packed runs, with the merge's cursors
+// in the heap: comparing two is comparing two integers, with no call and
+// no lookup in the runs. Most calls have two targets, and for them this
+// is a plain merge of two sorted lists.
+func (s *scratch) findTakenKeys() {
+	m := &s.merge
+	m.taken = m.taken[:0]
+	h := m.cursors[:0]
+	for r := range s.targets {
+		if keys := s.targets[r].keys; len(keys) > 0 {
+			h = append(h, keyCursor{socket: keySocket(keys[0]), run: r})
+		}
+	}
+	m.cursors = h
+	if len(h) < 2 {
+		return
+	}
+	for i := len(h)/2 - 1; i >= 0; i-- {
+		siftDownCursor(h, i)
+	}
+	last, met := uint64(0), false
+	for len(h) > 1 {
+		c := &h[0]
+		if met && c.socket == last {
+			m.taken = append(m.taken, runEntry{run: c.run, index: c.at})
+		} else {
+			last, met = c.socket, true
+		}
+		c.at++
+		if keys := s.targets[c.run].keys; c.at < len(keys) {
+			c.socket = keySocket(keys[c.at])
+		} else {
+			h[0] = h[len(h)-1]
+			h = h[:len(h)-1]
+		}
+		siftDownCursor(h, 0)
+	}
+	// One run is left: as in findTaken, only its cursor's entry can equal
+	// the last address:port met.
+	if c := h[0]; c.socket == last {
+		m.taken = append(m.taken, runEntry{run: c.run, index: c.at})
+	}
+}
+
+// keyCursor is a packed run's place in the merge: the run, the index
+// reached in it, and the address:port there.
+type keyCursor struct {
+	socket uint64
+	run    int
+	at     int
+}
+
+// before orders cursors by address:port, then by target, so that of the
+// runs holding one address:port the earliest target's comes first.
+func (a *keyCursor) before(b *keyCursor) bool {
+	return a.socket < b.socket || a.socket == b.socket && a.run < b.run
+}
+
+// siftDownCursor restores the heap order below h[i].
+func siftDownCursor(h []keyCursor, i int) {
+	for {
+		child := 2*i + 1
+		if child >= len(h) {
+			return
+		}
+		if right := child + 1; right < len(h) && h[right].before(&h[child]) {
+			child = right
+		}
+		if !h[child].before(&h[i]) {
+			return
+		}
+		h[i], h[child] = h[child], h[i]
+		i = child
 	}
 }
 
