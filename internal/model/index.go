@@ -16,30 +16,47 @@ import (
 // translation never depends on the order objects arrived in: an Index built
 // up change by change gives exactly what NewIndex over the final objects gives.
 type Index struct {
-	services    map[source.NamespacedName]*source.Service
-	slices      map[source.NamespacedName][]*source.EndpointSlice // by namespace and service-name label
+	// services holds each Service with the EndpointSlices labelled for it,
+	// so that resolving a target and collecting its endpoints cost one
+	// lookup (at 100,000s of targets the lookups, each a cache miss or
+	// more, are a fair part of a translation). An entry lives as long as
+	// its Service or any of its slices.
+	services    map[source.NamespacedName]serviceEntry
 	sliceByName map[source.NamespacedName]*source.EndpointSlice
 	secrets     map[source.NamespacedName]*secretEntry
 	delegations map[source.NamespacedName]*source.TLSCertificateDelegation
 	delegByNS   map[string]*namespaceDelegations
 }
 
-// NewIndex indexes objs.
+// serviceEntry is what the Index holds under a Service's name: the
+// Service, nil until it is put, and the EndpointSlices labelled for it, in
+// name order, nil when there are none.
+type serviceEntry struct {
+	service *source.Service
+	slices  []*source.EndpointSlice
+}
+
+// NewIndex indexes objs. It gives exactly what putting every object one by
+// one would give, more cheaply: the maps are sized once, a slice is not
+// looked up before it is put (names are unique per kind, which it checks
+// once for all), and the lists of the Services that have one slice, nearly
+// all of them, share one allocation.
 func NewIndex(objs *source.Objects) *Index {
 	idx := &Index{
-		services:    make(map[source.NamespacedName]*source.Service, len(objs.Services)),
-		slices:      make(map[source.NamespacedName][]*source.EndpointSlice, len(objs.Services)),
+		services:    make(map[source.NamespacedName]serviceEntry, len(objs.Services)),
 		sliceByName: make(map[source.NamespacedName]*source.EndpointSlice, len(objs.EndpointSlices)),
 		secrets:     make(map[source.NamespacedName]*secretEntry, len(objs.Secrets)),
 		delegations: make(map[source.NamespacedName]*source.TLSCertificateDelegation),
 		delegByNS:   make(map[string]*namespaceDelegations),
 	}
+	// No entry has slices yet, so a Service replaces any entry of its name
+	// whole (a later Service of the same name replaces an earlier one, as
+	// PutService does).
 	for i := range objs.Services {
-		idx.PutService(&objs.Services[i])
+		s := &objs.Services[i]
+		idx.services[s.NamespacedName()] = serviceEntry{service: s}
 	}
-	for i := range objs.EndpointSlices {
-		idx.PutEndpointSlice(&objs.EndpointSlices[i])
-	}
+	idx.indexEndpointSlices(objs.EndpointSlices)
 	for i := range objs.Secrets {
 		idx.PutSecret(&objs.Secrets[i])
 	}
@@ -49,11 +66,68 @@ func NewIndex(objs *source.Objects) *Index {
 	return idx
 }
 
+// indexEndpointSlices puts every one of list into an Index that holds no
+// EndpointSlice yet, as PutEndpointSlice would in order: of slices sharing a
+// name, the last one stays.
+func (idx *Index) indexEndpointSlices(list []source.EndpointSlice) {
+	for i := range list {
+		idx.sliceByName[list[i].NamespacedName()] = &list[i]
+	}
+	// With no name repeated, every slice stays and none needs looking up.
+	repeated := len(idx.sliceByName) != len(list)
+	// A Service's first slice gets a one-element list out of this one
+	// allocation; its capacity ends there, so a second slice makes the list
+	// a copy of its own (PutEndpointSlice never writes past a list's end).
+	firsts := make([]*source.EndpointSlice, len(list))
+	for i := range list {
+		s := &list[i]
+		if repeated && idx.sliceByName[s.NamespacedName()] != s {
+			continue // a later slice of the same name replaced it
+		}
+		svc, ok := s.ServiceName()
+		if !ok {
+			continue
+		}
+		key := source.NamespacedName{Namespace: s.Namespace, Name: svc}
+		e := idx.services[key]
+		if e.slices == nil {
+			firsts[i] = s
+			e.slices = firsts[i : i+1 : i+1]
+		} else {
+			e.slices = insertSliceByName(e.slices, s)
+		}
+		idx.services[key] = e
+	}
+}
+
+// insertSliceByName inserts s into list, which is in name order and holds
+// no slice of s's name, keeping the order.
+func insertSliceByName(list []*source.EndpointSlice, s *source.EndpointSlice) []*source.EndpointSlice {
+	at, _ := slices.BinarySearchFunc(list, s.Name, func(e *source.EndpointSlice, name string) int { return cmp.Compare(e.Name, name) })
+	return slices.Insert(list, at, s)
+}
+
 // PutService adds s or replaces the Service of the same name.
-func (idx *Index) PutService(s *source.Service) { idx.services[s.NamespacedName()] = s }
+func (idx *Index) PutService(s *source.Service) {
+	name := s.NamespacedName()
+	e := idx.services[name]
+	e.service = s
+	idx.services[name] = e
+}
 
 // DeleteService forgets the named Service.
-func (idx *Index) DeleteService(name source.NamespacedName) { delete(idx.services, name) }
+func (idx *Index) DeleteService(name source.NamespacedName) {
+	e, ok := idx.services[name]
+	if !ok {
+		return
+	}
+	if e.slices == nil {
+		delete(idx.services, name)
+		return
+	}
+	e.service = nil
+	idx.services[name] = e
+}
 
 // PutEndpointSlice adds s or replaces the EndpointSlice of the same name,
 // even when the replacement names another Service or none (a slice of no
@@ -68,9 +142,9 @@ func (idx *Index) PutEndpointSlice(s *source.EndpointSlice) {
 		return
 	}
 	key := source.NamespacedName{Namespace: s.Namespace, Name: svc}
-	list := idx.slices[key]
-	at, _ := slices.BinarySearchFunc(list, s.Name, func(e *source.EndpointSlice, name string) int { return cmp.Compare(e.Name, name) })
-	idx.slices[key] = slices.Insert(list, at, s)
+	e := idx.services[key]
+	e.slices = insertSliceByName(e.slices, s)
+	idx.services[key] = e
 }
 
 // DeleteEndpointSlice forgets the named EndpointSlice.
@@ -85,12 +159,17 @@ func (idx *Index) DeleteEndpointSlice(name source.NamespacedName) {
 		return
 	}
 	key := source.NamespacedName{Namespace: old.Namespace, Name: svc}
-	list := slices.DeleteFunc(idx.slices[key], func(e *source.EndpointSlice) bool { return e == old })
-	if len(list) == 0 {
-		delete(idx.slices, key)
-		return
+	e := idx.services[key]
+	e.slices = slices.DeleteFunc(e.slices, func(s *source.EndpointSlice) bool { return s == old })
+	switch {
+	case len(e.slices) > 0:
+		idx.services[key] = e
+	case e.service != nil:
+		e.slices = nil // a Service without slices lists none, not an empty list
+		idx.services[key] = e
+	default:
+		delete(idx.services, key)
 	}
-	idx.slices[key] = list
 }
 
 // PutSecret adds s or replaces the Secret of the same name, and with it
@@ -137,12 +216,21 @@ func (idx *Index) EndpointSlice(name source.NamespacedName) *source.EndpointSlic
 func (idx *Index) EndpointSliceCount() int { return len(idx.sliceByName) }
 
 // Service returns the named Service, or nil.
-func (idx *Index) Service(name source.NamespacedName) *source.Service { return idx.services[name] }
+func (idx *Index) Service(name source.NamespacedName) *source.Service {
+	return idx.services[name].service
+}
 
 // EndpointSlices returns the slices labelled for the named Service, in name
 // order. The caller must not modify the returned slice.
 func (idx *Index) EndpointSlices(service source.NamespacedName) []*source.EndpointSlice {
-	return idx.slices[service]
+	return idx.services[service].slices
+}
+
+// ServiceAndSlices is Service and EndpointSlices in one lookup, for a
+// caller that wants both for each of many targets.
+func (idx *Index) ServiceAndSlices(name source.NamespacedName) (*source.Service, []*source.EndpointSlice) {
+	e := idx.services[name]
+	return e.service, e.slices
 }
 
 // Secret returns the named Secret, or nil.

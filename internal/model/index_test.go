@@ -1,6 +1,9 @@
 package model
 
 import (
+	"fmt"
+	"math/rand/v2"
+	"slices"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -72,5 +75,88 @@ func TestIndexSlicesOfNoService(t *testing.T) {
 	idx.DeleteEndpointSlice(source.NamespacedName{Namespace: "ns", Name: "custom"})
 	if idx.EndpointSliceCount() != 2 {
 		t.Errorf("%d slices held after deleting one of 3", idx.EndpointSliceCount())
+	}
+}
+
+// TestNewIndexMatchesPuts: NewIndex, with its shortcuts, answers exactly as
+// an Index given the same objects one Put at a time, in order, on random
+// objects that repeat names (the later object replaces the earlier, even
+// across Services), label slices for absent Services, or for none.
+func TestNewIndexMatchesPuts(t *testing.T) {
+	r := rand.New(rand.NewPCG(12, 0))
+	names := []string{"a", "b", "c", "d"}
+	pick := func() string { return names[r.IntN(len(names))] }
+	for round := range 500 {
+		var objs source.Objects
+		for range r.IntN(6) {
+			objs.Services = append(objs.Services, source.Service{Meta: source.Meta{Namespace: pick(), Name: pick()}, Type: fmt.Sprint(round)})
+		}
+		for range r.IntN(10) {
+			s := *slice(pick(), pick()+"-"+pick(), pick())
+			switch r.IntN(5) {
+			case 0:
+				s.Labels = nil
+			case 1:
+				s.Labels[source.ServiceNameLabel] = ""
+			}
+			objs.EndpointSlices = append(objs.EndpointSlices, s)
+		}
+		fresh := NewIndex(&objs)
+		byPuts := NewIndex(&source.Objects{})
+		for i := range objs.Services {
+			byPuts.PutService(&objs.Services[i])
+		}
+		for i := range objs.EndpointSlices {
+			byPuts.PutEndpointSlice(&objs.EndpointSlices[i])
+		}
+		if fresh.EndpointSliceCount() != byPuts.EndpointSliceCount() {
+			t.Fatalf("round %d: %d slices indexed, %d by puts", round, fresh.EndpointSliceCount(), byPuts.EndpointSliceCount())
+		}
+		for _, ns := range names {
+			for _, a := range names {
+				svc := source.NamespacedName{Namespace: ns, Name: a}
+				if fresh.Service(svc) != byPuts.Service(svc) {
+					t.Fatalf("round %d: Service %s differs", round, svc)
+				}
+				gotSvc, gotSlices := fresh.ServiceAndSlices(svc)
+				if gotSvc != fresh.Service(svc) || !slices.Equal(gotSlices, fresh.EndpointSlices(svc)) {
+					t.Fatalf("round %d: ServiceAndSlices(%s) is not Service and EndpointSlices", round, svc)
+				}
+				if want := byPuts.EndpointSlices(svc); !slices.Equal(fresh.EndpointSlices(svc), want) || (want == nil) != (fresh.EndpointSlices(svc) == nil) {
+					t.Fatalf("round %d: slices of %s: %v, by puts %v", round, svc, sliceNames(fresh.EndpointSlices(svc)), sliceNames(want))
+				}
+				for _, b := range names {
+					name := source.NamespacedName{Namespace: ns, Name: a + "-" + b}
+					if fresh.EndpointSlice(name) != byPuts.EndpointSlice(name) {
+						t.Fatalf("round %d: slice %s differs", round, name)
+					}
+				}
+			}
+		}
+	}
+}
+
+// TestIndexServiceOutlivesItsSlices: a Service and the slices labelled for
+// it are held together, and deleting either leaves the other as it was.
+func TestIndexServiceOutlivesItsSlices(t *testing.T) {
+	name := source.NamespacedName{Namespace: "ns", Name: "svc"}
+	svc := &source.Service{Meta: source.Meta{Namespace: "ns", Name: "svc"}}
+	idx := NewIndex(&source.Objects{})
+	idx.PutEndpointSlice(slice("ns", "a", "svc"))
+	idx.PutService(svc)
+	idx.PutEndpointSlice(slice("ns", "b", "svc"))
+	idx.DeleteEndpointSlice(source.NamespacedName{Namespace: "ns", Name: "a"})
+	idx.DeleteEndpointSlice(source.NamespacedName{Namespace: "ns", Name: "b"})
+	if got, list := idx.ServiceAndSlices(name); got != svc || list != nil {
+		t.Fatalf("after deleting its slices: Service %v, slices %v; want the Service and no list", got, sliceNames(list))
+	}
+	idx.PutEndpointSlice(slice("ns", "c", "svc"))
+	idx.DeleteService(name)
+	if got, list := idx.ServiceAndSlices(name); got != nil || !slices.Equal(sliceNames(list), []string{"c"}) {
+		t.Fatalf("after deleting the Service: Service %v, slices %v; want no Service and slice c", got, sliceNames(list))
+	}
+	idx.DeleteEndpointSlice(source.NamespacedName{Namespace: "ns", Name: "c"})
+	if len(idx.services) != 0 {
+		t.Fatalf("%d entries left after deleting everything", len(idx.services))
 	}
 }
