@@ -20,7 +20,11 @@ type Builder struct {
 	// ExtensionService.
 	tlsParams *TLSParams
 	scratch   localityScratch
-	// collector picks the endpoints of each target out of the Index.
+	// resolved is the Index as the collector sees it: it answers for the
+	// Services the ExtensionService being built resolved to without a
+	// second lookup.
+	resolved resolvedSlices
+	// collector picks the endpoints of each target out of b.resolved.
 	collector *endpoints.Collector
 }
 
@@ -33,10 +37,12 @@ func NewBuilder(idx *Index, settings source.Settings) *Builder {
 	if settings.ConnectTimeout == 0 {
 		settings.ConnectTimeout = source.DefaultConnectTimeout
 	}
-	return &Builder{
+	b := &Builder{
 		index: idx, settings: settings, tlsParams: tlsParams(settings.UpstreamTLS),
-		collector: endpoints.NewCollector(idx),
+		resolved: resolvedSlices{index: idx},
 	}
+	b.collector = endpoints.NewCollector(&b.resolved)
+	return b
 }
 
 // Build validates es. It returns the ExtensionCluster, or nil when the
@@ -46,7 +52,9 @@ func NewBuilder(idx *Index, settings source.Settings) *Builder {
 func (b *Builder) Build(es *source.ExtensionService) (*ExtensionCluster, Status) {
 	st := Status{Namespace: es.Namespace, Name: es.Name}
 	st.Condition.ObservedGeneration = es.Generation
+	b.resolved.namespace = es.Namespace
 	ec := b.build(es, &st)
+	b.resolved.forget()
 	st.Condition.finish()
 	if len(st.Condition.Errors) > 0 {
 		return nil, st
@@ -61,3 +69,55 @@ type resolvedTarget struct {
 	port    source.ServicePort
 	weight  uint32
 }
+
+// resolvedSlices serves the collector the EndpointSlices of the Services
+// one ExtensionService's targets resolved to, as they were found with the
+// Service (Index.ServiceAndSlices), and asks the Index for anything else.
+// The Index does not change during a Build, so the answers are the Index's
+// own; what it saves is a map lookup per target, keyed by two strings,
+// which at 100,000s of targets is a fair part of a translation.
+type resolvedSlices struct {
+	index *Index
+	// namespace is the ExtensionService's; services are the Services its
+	// targets resolved to so far, in spec order, with their slices.
+	namespace string
+	services  []serviceEntry
+	// next is where the next question is looked for first: the collector
+	// asks for the targets in spec order, so the answer is nearly always
+	// there.
+	next int
+}
+
+// remember notes the slices of a Service a target resolved to.
+func (r *resolvedSlices) remember(svc *source.Service, slices []*source.EndpointSlice) {
+	r.services = append(r.services, serviceEntry{service: svc, slices: slices})
+}
+
+// forget drops what one Build remembered, so that no Service outlives it
+// here.
+func (r *resolvedSlices) forget() {
+	clear(r.services)
+	r.services, r.namespace, r.next = r.services[:0], "", 0
+}
+
+// EndpointSlices implements endpoints.Slices.
+func (r *resolvedSlices) EndpointSlices(service source.NamespacedName) []*source.EndpointSlice {
+	if n := len(r.services); n > 0 && service.Namespace == r.namespace {
+		for k := range n {
+			i := (r.next + k) % n
+			if r.services[i].service.Name == service.Name {
+				r.next = (i + 1) % n
+				return r.services[i].slices
+			}
+		}
+	}
+	return r.index.EndpointSlices(service)
+}
+
+// EndpointSlice implements endpoints.Slices.
+func (r *resolvedSlices) EndpointSlice(name source.NamespacedName) *source.EndpointSlice {
+	return r.index.EndpointSlice(name)
+}
+
+// EndpointSliceCount implements endpoints.Slices.
+func (r *resolvedSlices) EndpointSliceCount() int { return r.index.EndpointSliceCount() }

@@ -36,11 +36,18 @@ const (
 // what lets a Builder turn millions of endpoints into Localities with next
 // to no allocation once it has warmed up.
 type localityScratch struct {
+	// resolved are the spec targets of one ExtensionService that resolved.
+	resolved []resolvedTarget
 	// targets are the distinct Service ports of one ExtensionService, in
 	// spec order; wanted is the same, as the collector takes them.
 	targets    []uniqueTarget
 	wanted     []endpoints.Target
 	localities []Locality
+	// subZones is where the SubZones of one ExtensionService's localities
+	// are written, one after the other, to become one string that each
+	// SubZone is a part of; subZoneEnds says where each ends.
+	subZones    []byte
+	subZoneEnds []int
 	// targetAt maps a Service port to its index in targets, so that
 	// finding the entries that name one port twice costs one lookup per
 	// entry rather than a comparison with every entry before it.
@@ -140,7 +147,7 @@ func (b *Builder) buildLocalities(namespace string, targets []resolvedTarget, st
 	// Every weight unset means an even split; otherwise a weight of 0 is a
 	// locality that is left unweighted (and so takes no traffic).
 	unweighted := total == 0
-	s.localities = s.localities[:0]
+	s.localities, s.subZones, s.subZoneEnds = s.localities[:0], s.subZones[:0], s.subZoneEnds[:0]
 	st.Availability = make([]TargetAvailability, len(s.targets))
 	weighted := false
 	for i, eps := range runs {
@@ -154,12 +161,12 @@ func (b *Builder) buildLocalities(namespace string, targets []resolvedTarget, st
 			continue
 		}
 		weighted = weighted || weight > 0
-		s.localities = append(s.localities, Locality{
-			SubZone:   namespace + "/" + u.service.Name + "/" + strconv.Itoa(int(u.port.Port)),
-			Weight:    weight,
-			Endpoints: eps,
-		})
+		// SubZone is set below, out of s.subZones.
+		s.subZones = appendSubZone(s.subZones, namespace, u.service.Name, u.port.Port)
+		s.subZoneEnds = append(s.subZoneEnds, len(s.subZones))
+		s.localities = append(s.localities, Locality{Weight: weight, Endpoints: eps})
 	}
+	setSubZones(s.localities, string(s.subZones), s.subZoneEnds)
 	if !weighted {
 		clearWeights(st.Availability)
 	}
@@ -215,4 +222,25 @@ func addDuplicateTargetWarning(cond *Condition, namespace string, t resolvedTarg
 	cond.AddWarning(SubConditionSpec, ReasonDuplicateTarget, fmt.Sprintf(
 		"port %d of Service %s is named more than once in spec.services; it is one locality whose weight is the sum of its entries",
 		t.port.Port, source.Quote(namespace+"/"+t.service.Name)))
+}
+
+// appendSubZone appends the SubZone of a target's Locality,
+// "<namespace>/<service>/<port>", to b.
+func appendSubZone(b []byte, namespace, service string, port int32) []byte {
+	b = append(b, namespace...)
+	b = append(b, '/')
+	b = append(b, service...)
+	b = append(b, '/')
+	return strconv.AppendInt(b, int64(port), 10)
+}
+
+// setSubZones gives Locality i its SubZone, subZones up to ends[i] from
+// where the one before ends: an ExtensionService's SubZones cost one
+// allocation, not one (or two) per Locality.
+func setSubZones(localities []Locality, subZones string, ends []int) {
+	start := 0
+	for i, end := range ends {
+		localities[i].SubZone = subZones[start:end]
+		start = end
+	}
 }

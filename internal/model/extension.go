@@ -164,12 +164,16 @@ func (b *Builder) build(es *source.ExtensionService, st *Status) *ExtensionClust
 		cond.AddError(SubConditionSpec, ReasonNoTargets,
 			"spec.services is empty: an ExtensionService needs at least one target Service")
 	}
-	targets := make([]resolvedTarget, 0, len(es.Spec.Services))
+	// Cleared, not just truncated: a target left from a larger build would
+	// keep its Service alive.
+	clear(b.scratch.resolved)
+	targets := b.scratch.resolved[:0]
 	for _, target := range es.Spec.Services {
 		if t, ok := b.resolveTarget(es.Namespace, target, cond); ok {
 			targets = append(targets, t)
 		}
 	}
+	b.scratch.resolved = targets
 
 	if len(cond.Errors) > 0 {
 		return nil
@@ -324,20 +328,30 @@ func (b *Builder) resolveTarget(namespace string, target source.ExtensionService
 // is port or whose name is port written in decimal, as Contour matches. The
 // first matching port decides: if its protocol is neither TCP nor empty, the
 // lookup fails even if a later port would match.
+//
+// The Service's EndpointSlices come with it, out of the same lookup; b
+// remembers them for the collector (see resolvedSlices).
 func (b *Builder) lookupService(name source.NamespacedName, port int32) (*source.Service, source.ServicePort, error) {
-	svc := b.index.Service(name)
+	svc, slices := b.index.ServiceAndSlices(name)
 	if svc == nil {
 		return nil, source.ServicePort{}, fmt.Errorf("service %s not found", source.Quote(name.String()))
 	}
-	portName := strconv.FormatInt(int64(port), 10)
 	for _, p := range svc.Ports {
-		if p.Port != port && p.Name != portName {
+		if p.Port != port && !isDecimal(p.Name, port) {
 			continue
 		}
 		if p.Protocol != "" && p.Protocol != "TCP" {
 			return nil, source.ServicePort{}, fmt.Errorf("unsupported service protocol %s", source.Quote(p.Protocol))
 		}
+		b.resolved.remember(svc, slices)
 		return svc, p, nil
 	}
-	return nil, source.ServicePort{}, fmt.Errorf("port %q on service %s not matched", portName, source.Quote(name.String()))
+	return nil, source.ServicePort{}, fmt.Errorf("port %q on service %s not matched", strconv.Itoa(int(port)), source.Quote(name.String()))
+}
+
+// isDecimal reports whether name is n written in decimal, without making
+// the string: every port of every target is compared.
+func isDecimal(name string, n int32) bool {
+	var digits [11]byte // "-2147483648"
+	return name == string(strconv.AppendInt(digits[:0], int64(n), 10))
 }
