@@ -73,8 +73,14 @@ type Estimator struct {
 	targets       map[source.NamespacedName]targetEstimate
 }
 
-// targetEstimate bounds the endpoints one target Service contributes.
+// targetEstimate bounds the endpoints one target Service contributes:
+// precisely, and as Quick counts them.
 type targetEstimate struct {
+	precise, quick endpointCount
+}
+
+// endpointCount is a number of endpoints and their encoded size.
+type endpointCount struct {
 	endpoints, bytes int64
 }
 
@@ -151,7 +157,8 @@ const forgetInPlace = 64
 // of every endpoint at its own length. It costs a pass over the endpoints
 // of es's targets; Quick does not.
 func (e *Estimator) Estimate(es *source.ExtensionService) Estimate {
-	return e.estimate(es, false)
+	_, est := e.estimate(es, true)
+	return est
 }
 
 // Quick is a bound of es's output at least Estimate's Bytes, in a time
@@ -160,10 +167,19 @@ func (e *Estimator) Estimate(es *source.ExtensionService) Estimate {
 // allows. Callers check against Quick, and decide with Estimate only when
 // Quick says the output may be too large.
 func (e *Estimator) Quick(es *source.ExtensionService) int64 {
-	return e.estimate(es, true).Bytes
+	quick, _ := e.estimate(es, false)
+	return quick
 }
 
-func (e *Estimator) estimate(es *source.ExtensionService, quick bool) Estimate {
+// quickAndEstimate is Quick and Estimate of es, for little more than
+// Estimate costs: they share every lookup.
+func (e *Estimator) quickAndEstimate(es *source.ExtensionService) (int64, Estimate) {
+	return e.estimate(es, true)
+}
+
+// estimate returns Quick's bound of es, and when precise the Estimate (a
+// zero one otherwise). The two differ only in the endpoints they count.
+func (e *Estimator) estimate(es *source.ExtensionService, precise bool) (int64, Estimate) {
 	var est Estimate
 	name := clusterNameBytes(es.Namespace, es.Name)
 	// name, alt_stat_name and the EDS service_name.
@@ -185,29 +201,32 @@ func (e *Estimator) estimate(es *source.ExtensionService, quick bool) Estimate {
 	}
 	opts := e.optionsOf(es)
 	cluster += e.clusterBytes(&opts, name, est.TLS)
-	health := opts.perEndpoint()
-	cla := stringField(name)
+	health := int64(opts.perEndpoint())
+	cla, quickCLA := stringField(name), stringField(name)
 	status := statusFixedBytes + stringField(len(es.Namespace)) + stringField(len(es.Name)) + stringField(name)
 	// A STRICT_DNS Cluster holds one locality per ExternalName target.
 	var dns int64
 	for _, t := range es.Spec.Services {
 		service := source.NamespacedName{Namespace: es.Namespace, Name: t.Name}
 		var target targetEstimate
-		if quick {
-			target = e.countTarget(service, true)
-		} else {
+		if precise {
 			target = e.target(service)
+		} else {
+			target = e.countTarget(service, false)
 		}
-		// Remembered targets are counted without a health check port,
-		// which adds the same bytes to every endpoint.
-		target.bytes += target.endpoints * int64(health)
-		est.Endpoints += target.endpoints
-		est.EndpointBytes += target.bytes
+		// Targets are counted without a health check port, which adds the
+		// same bytes to every endpoint (and are remembered so).
+		target.precise.bytes += target.precise.endpoints * health
+		target.quick.bytes += target.quick.endpoints * health
+		est.Endpoints += target.precise.endpoints
+		est.EndpointBytes += target.precise.bytes
 		subZone := len(es.Namespace) + 1 + len(t.Name) + subZonePortBytes
-		cla += messageField(localityFixedBytes + stringField(subZone) + target.bytes)
+		locality := localityFixedBytes + stringField(subZone)
+		cla += messageField(locality + target.precise.bytes)
+		quickCLA += messageField(locality + target.quick.bytes)
 		if e.externalNames {
 			if svc := e.index.Service(service); svc != nil && svc.ExternalName != "" {
-				dns += dnsLocality(subZone, len(svc.ExternalName), health)
+				dns += dnsLocality(subZone, len(svc.ExternalName), int(health))
 			}
 		}
 		status += messageField(availabilityFixedBytes + stringField(len(t.Name)))
@@ -215,8 +234,12 @@ func (e *Estimator) estimate(es *source.ExtensionService, quick bool) Estimate {
 	if dns > 0 {
 		cluster += dnsFixedBytes + messageField(stringField(name)+dns)
 	}
+	quick := resource(name, cluster) + resource(name, quickCLA) + status
+	if !precise {
+		return quick, Estimate{}
+	}
 	est.Bytes = resource(name, cluster) + resource(name, cla) + status
-	return est
+	return quick, est
 }
 
 // clusterNameBytes is the length of model.ClusterName(namespace, name),
@@ -261,17 +284,17 @@ func (e *Estimator) target(service source.NamespacedName) targetEstimate {
 	if t, ok := e.targets[service]; ok {
 		return t
 	}
-	t := e.countTarget(service, false)
-	if t.endpoints >= rememberedTarget {
+	t := e.countTarget(service, true)
+	if t.precise.endpoints >= rememberedTarget {
 		e.targets[service] = t
 	}
 	return t
 }
 
-// countTarget bounds the endpoints of the Service named service as target
-// says; when quick, without reading the endpoints, every one at the
-// longest address of its slice's type (see Quick).
-func (e *Estimator) countTarget(service source.NamespacedName, quick bool) targetEstimate {
+// countTarget bounds the endpoints of the Service named service as Quick
+// counts them, without reading the endpoints: every one at the longest
+// address of its slice's type; and when precise, as target says.
+func (e *Estimator) countTarget(service source.NamespacedName, precise bool) targetEstimate {
 	var t targetEstimate
 	for _, slice := range e.index.EndpointSlices(service) {
 		longest, ok := maxAddressBytes(slice.AddressType)
@@ -279,16 +302,21 @@ func (e *Estimator) countTarget(service source.NamespacedName, quick bool) targe
 			continue
 		}
 		// The endpoints a slice counts are the same for every port.
-		endpoints, addressBytes := int64(len(slice.Endpoints)), int64(len(slice.Endpoints)*longest)
-		if !quick {
+		all := int64(len(slice.Endpoints))
+		var endpoints, addressBytes int64
+		if precise {
 			endpoints, addressBytes = addressesUpTo(slice.Endpoints, longest)
 		}
 		for _, p := range slice.Ports {
 			if p.Port == nil {
 				continue // serves nothing
 			}
-			t.endpoints += endpoints
-			t.bytes += addressBytes + endpoints*ipEndpointFixedBytes(protowire.SizeVarint(uint64(*p.Port)))
+			// An IP endpoint is its address and a fixed part.
+			fixed := ipEndpointFixedBytes(protowire.SizeVarint(uint64(*p.Port)))
+			t.quick.endpoints += all
+			t.quick.bytes += all * (int64(longest) + fixed)
+			t.precise.endpoints += endpoints
+			t.precise.bytes += addressBytes + endpoints*fixed
 		}
 	}
 	return t

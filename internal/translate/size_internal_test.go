@@ -46,12 +46,13 @@ func TestClusterNameBytes(t *testing.T) {
 	}
 }
 
-// TestCountTargetIsPerEndpointSum holds the per-slice count of a target
-// to its definition, a sum over every slice port and every endpoint whose
-// first address the slice's type allows of that endpoint's lbEndpoint;
-// and Quick's count to at least it. Addresses are of every length from 0
-// to past the longest IPv6 one, ports of every width and none, slices of
-// every type and of several ports.
+// TestCountTargetIsPerEndpointSum holds the per-slice counts of a target
+// to their definitions, sums over every slice port and every endpoint of
+// that endpoint's lbEndpoint: precisely, over the endpoints whose first
+// address the slice's type allows, at its length; for Quick, over every
+// endpoint, at the longest address of the type. Addresses are of every
+// length from 0 to past the longest IPv6 one, ports of every width and
+// none, slices of every type and of several ports.
 func TestCountTargetIsPerEndpointSum(t *testing.T) {
 	for seed := range uint64(200) {
 		r := rand.New(rand.NewPCG(seed, 0x636f756e74))
@@ -86,19 +87,22 @@ func TestCountTargetIsPerEndpointSum(t *testing.T) {
 				if p.Port == nil {
 					continue
 				}
+				port := protowire.SizeVarint(uint64(*p.Port))
 				for _, ep := range slice.Endpoints {
+					want.quick.endpoints++
+					want.quick.bytes += lbEndpoint(longest, port, 0)
 					if len(ep.Address) <= longest {
-						want.endpoints++
-						want.bytes += lbEndpoint(len(ep.Address), protowire.SizeVarint(uint64(*p.Port)), 0)
+						want.precise.endpoints++
+						want.precise.bytes += lbEndpoint(len(ep.Address), port, 0)
 					}
 				}
 			}
 		}
-		if got := e.countTarget(service, false); got != want {
-			t.Errorf("seed %d: counted %+v, the sum over endpoints is %+v", seed, got, want)
+		if got := e.countTarget(service, true); got != want {
+			t.Errorf("seed %d: counted %+v, the sums over endpoints are %+v", seed, got, want)
 		}
-		if quick := e.countTarget(service, true); quick.bytes < want.bytes || quick.endpoints < want.endpoints {
-			t.Errorf("seed %d: Quick counted %+v, under the sum over endpoints %+v", seed, quick, want)
+		if got := e.countTarget(service, false); got.quick != want.quick || got.precise != (endpointCount{}) {
+			t.Errorf("seed %d: Quick alone counted %+v, the sum over endpoints is %+v", seed, got, want.quick)
 		}
 	}
 }

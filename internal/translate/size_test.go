@@ -526,6 +526,118 @@ func TestStandardWorkloadFits(t *testing.T) {
 	}
 }
 
+// TestBoundedReserves holds the output bound to its contract: Reserve
+// is given the sum of the Quick bounds when it is within the limit, and
+// the sum of the precise Estimates when it is not or after Reserve
+// refused it; and the output is refused when that is over the limit.
+// The sets make the bound take the precise Estimates along at different
+// points (see checkOutput): never, after the first few hundred, past the
+// middle, and early in a set that fits.
+func TestBoundedReserves(t *testing.T) {
+	uniform := workload.Standard(600, 10)
+	secondHalf := workload.Standard(600, 10)
+	growExtensions(secondHalf, 300, 600, 60)
+	first := workload.Standard(600, 10)
+	growExtensions(first, 0, 1, 20000)
+	refused := errors.New("no memory now")
+	for _, c := range []struct {
+		name string
+		objs *source.Objects
+	}{{"uniform", uniform}, {"second half larger", secondHalf}, {"first largest", first}} {
+		quick, precise := quickOf(c.objs), estimateOf(c.objs, source.Settings{})
+		if quick <= precise {
+			t.Fatalf("%s: Quick %d, Estimate %d: the test needs Quick over the Estimate", c.name, quick, precise)
+		}
+		for _, json := range []bool{false, true} {
+			scale := int64(1)
+			if json {
+				scale = 1 + translate.JSONExpansion
+			}
+			for _, limit := range []int64{quick, quick - 1, (quick + precise) / 2, precise, precise - 1} {
+				for _, refuseFirst := range []bool{false, true} {
+					var want []int64
+					wantErr := context.Canceled
+					var wantTooLarge *translate.TooLargeError
+					switch {
+					case limit < precise:
+						wantTooLarge = &translate.TooLargeError{Bytes: scale * precise, Limit: scale * limit}
+					case limit < quick:
+						want = []int64{scale * precise}
+						if refuseFirst {
+							wantErr = refused
+						}
+					case refuseFirst:
+						want = []int64{scale * quick, scale * precise}
+					default:
+						want = []int64{scale * quick}
+					}
+					// A Reserve that grants cancels the translation: what
+					// is built after it is not the test's.
+					ctx, cancel := context.WithCancel(t.Context())
+					var got []int64
+					_, err := translate.Bounded(ctx, c.objs, source.Settings{}, translate.Limits{MaxOutputBytes: scale * limit, JSON: json, Reserve: func(bytes int64) error {
+						got = append(got, bytes)
+						if refuseFirst && len(got) == 1 {
+							return refused
+						}
+						cancel()
+						return nil
+					}})
+					cancel()
+					what := fmt.Sprintf("%s, JSON %v, limit %d (Quick %d, Estimate %d), refusing first %v", c.name, json, limit, quick, precise, refuseFirst)
+					if wantTooLarge != nil {
+						if tooLarge, ok := errors.AsType[*translate.TooLargeError](err); !ok || tooLarge.Bytes != wantTooLarge.Bytes || tooLarge.Limit != wantTooLarge.Limit {
+							t.Errorf("%s: got %v, want a *TooLargeError of %d bytes over %d", what, err, wantTooLarge.Bytes, wantTooLarge.Limit)
+						}
+					} else if !errors.Is(err, wantErr) {
+						t.Errorf("%s: got %v, want %v", what, err, wantErr)
+					}
+					if !slices.Equal(got, want) {
+						t.Errorf("%s: reserved %v, want %v", what, got, want)
+					}
+				}
+			}
+		}
+	}
+}
+
+// growExtensions gives the slices of the ExtensionServices from to to
+// (in name order) of a standard workload m endpoints each.
+func growExtensions(objs *source.Objects, from, to, m int) {
+	names := make([]string, len(objs.ExtensionServices))
+	for i := range objs.ExtensionServices {
+		names[i] = objs.ExtensionServices[i].Name
+	}
+	slices.Sort(names)
+	grow := map[string]bool{}
+	for _, name := range names[from:to] {
+		grow[name] = true
+	}
+	pod := uint32(1 << 22)
+	for i := range objs.EndpointSlices {
+		s := &objs.EndpointSlices[i]
+		service := s.Labels[source.ServiceNameLabel]
+		if !grow[strings.TrimSuffix(strings.TrimSuffix(service, "-primary"), "-canary")] {
+			continue
+		}
+		s.Endpoints = make([]source.Endpoint, m)
+		for j := range s.Endpoints {
+			s.Endpoints[j] = workload.ReadyEndpoint(workload.PodAddress(pod).String())
+			pod++
+		}
+	}
+}
+
+// quickOf is the sum of the Quick bounds of objs's ExtensionServices.
+func quickOf(objs *source.Objects) int64 {
+	e := translate.NewEstimator(model.NewIndex(objs), source.Settings{})
+	var n int64
+	for i := range objs.ExtensionServices {
+		n += e.Quick(&objs.ExtensionServices[i])
+	}
+	return n
+}
+
 // TestBoundedCancelled: a translation stops once its context is
 // done, before or while building, and returns the context's error.
 func TestBoundedCancelled(t *testing.T) {

@@ -124,52 +124,76 @@ func translate(ctx context.Context, objs *source.Objects, settings source.Settin
 // output's size. It bounds the output with Quick, and only when that is
 // over the limit, or more than Reserve grants, decides with the precise
 // Estimates: what fits them is accepted as it was before Quick.
+//
+// Quick costs no pass over the endpoints, but the lookups of each
+// target's slices, which cost as much, are the same for both. So once
+// the Quick bounds so far, at their rate over all of es, are over the
+// limit, each ExtensionService gets both at once, and only those
+// estimated before then are looked up again if the precise Estimates are
+// needed. Where the precise Estimates are taken changes what checkOutput
+// costs, never what it decides: a Tally is the same in any order.
 func checkOutput(ctx context.Context, idx *model.Index, settings source.Settings, es []*source.ExtensionService, l Limits) error {
 	estimator := NewEstimator(idx, settings)
-	var bytes int64
-	for _, e := range es {
+	var quick int64
+	// t holds the precise Estimates of es[from:].
+	var t Tally
+	from := len(es)
+	for i, e := range es {
 		if err := ctx.Err(); err != nil {
 			return err
 		}
-		bytes += estimator.Quick(e)
+		if i >= from {
+			q, est := estimator.quickAndEstimate(e)
+			quick += q
+			t.Add(e.NamespacedName(), &est)
+			continue
+		}
+		quick += estimator.Quick(e)
+		if seen := int64(i + 1); seen >= projectAfter && !l.Fits(quick/seen*int64(len(es))) {
+			from = i + 1
+		}
 	}
-	precise := false
-	if !l.Fits(bytes) {
-		t, err := preciseTally(ctx, estimator, es)
-		if err != nil {
+	if !l.Fits(quick) {
+		if err := preciseTally(ctx, estimator, es[:from], &t); err != nil {
 			return err
 		}
 		if err := l.Check(t.Bytes, func() string { return t.Cause(settings) }); err != nil {
 			return err
 		}
-		bytes, precise = t.Bytes, true
+		if l.Reserve == nil {
+			return nil
+		}
+		return l.Reserve(l.reserved(t.Bytes))
 	}
 	if l.Reserve == nil {
 		return nil
 	}
-	err := l.Reserve(l.reserved(bytes))
-	if err == nil || precise {
-		return err
+	if err := l.Reserve(l.reserved(quick)); err == nil {
+		return nil
 	}
-	t, err := preciseTally(ctx, estimator, es)
-	if err != nil {
+	if err := preciseTally(ctx, estimator, es[:from], &t); err != nil {
 		return err
 	}
 	return l.Reserve(l.reserved(t.Bytes))
 }
 
-// preciseTally sums the Estimates of es, or returns ctx.Err() once ctx is
-// done.
-func preciseTally(ctx context.Context, estimator *Estimator, es []*source.ExtensionService) (Tally, error) {
-	var t Tally
+// projectAfter is how many ExtensionServices checkOutput bounds with
+// Quick alone before it projects their rate over the rest: enough that
+// one large ExtensionService first does not start the precise Estimates
+// of a set that fits, few enough that those done again are a small part.
+const projectAfter = 256
+
+// preciseTally adds the Estimates of es to t, or returns ctx.Err() once
+// ctx is done.
+func preciseTally(ctx context.Context, estimator *Estimator, es []*source.ExtensionService, t *Tally) error {
 	for _, e := range es {
 		if err := ctx.Err(); err != nil {
-			return Tally{}, err
+			return err
 		}
 		est := estimator.Estimate(e)
 		t.Add(e.NamespacedName(), &est)
 	}
-	return t, nil
+	return nil
 }
 
 // reserved is the size of an output whose estimates sum to bytes, as
