@@ -114,8 +114,9 @@ type scratch struct {
 // the targets before it.
 type targetRun struct {
 	start, end int
-	// On the packed path, the packed keys kept (see sliceRun) and the
-	// EndpointSlice their endpoint indexes refer to.
+	// On the packed path, the packed keys kept (the cache's run, or part
+	// of the scratch keys) and the EndpointSlice their endpoint indexes
+	// refer to; packedTargets records the slice.
 	keys  []uint64
 	slice *source.EndpointSlice
 }
