@@ -21,9 +21,9 @@ import (
 // one Service named twice. Each case checks that the packed path was taken,
 // so that the test keeps testing it.
 func TestPackedPathMatchesReference(t *testing.T) {
-	n := 600
+	n := 400
 	if testing.Short() {
-		n = 60
+		n = 40
 	}
 	for seed := range uint64(n) {
 		rng := mathrand.New(mathrand.NewPCG(seed, 0x7061636b6564))
@@ -68,7 +68,7 @@ func collidingSlices(rng *mathrand.Rand) (*testIndex, []Target) {
 			ports = append(ports, objectgen.TCPPort([]string{"", "http", "grpc"}[rng.IntN(3)], port))
 		}
 		var eps []source.Endpoint
-		for range rng.IntN(120) {
+		for range rng.IntN(60) {
 			address := fmt.Sprintf("10.%d.%d.%d", rng.IntN(2), rng.IntN(2), rng.IntN(pool))
 			switch rng.IntN(30) {
 			case 0:

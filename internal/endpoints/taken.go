@@ -38,9 +38,7 @@ func (s *scratch) dropTaken(namespace string, targets []Target, packed bool, cou
 	if packed {
 		s.findTakenKeys()
 	} else {
-		s.findTaken(func(r, i, q, j int) int {
-			return compareSockets(s.candidates[s.targets[r].start+i], s.candidates[s.targets[q].start+j])
-		})
+		s.findTakenCandidates()
 	}
 	taken := s.merge.taken
 	if len(taken) == 0 {
@@ -79,10 +77,13 @@ func (s *scratch) dropTaken(namespace string, targets []Target, packed bool, cou
 	return s.dropTakenCandidates(taken)
 }
 
-// findTaken fills s.merge.taken: compare(r, i, q, j) compares the
-// address:port at index i of target r's run with the one at index j of
-// target q's.
-func (s *scratch) findTaken(compare func(r, i, q, j int) int) {
+// findTakenCandidates fills s.merge.taken from the runs of candidates.
+func (s *scratch) findTakenCandidates() {
+	// compare compares the address:port at index i of target r's run with
+	// the one at index j of target q's.
+	compare := func(r, i, q, j int) int {
+		return compareSockets(s.candidates[s.targets[r].start+i], s.candidates[s.targets[q].start+j])
+	}
 	m := &s.merge
 	m.taken = m.taken[:0]
 	m.heap = m.heap[:0]
@@ -126,7 +127,7 @@ func (s *scratch) findTaken(compare func(r, i, q, j int) int) {
 	}
 }
 
-// findTakenKeys is findTaken for the packed runs, with the merge's cursors
+// findTakenKeys is findTakenCandidates for the packed runs, with the merge's cursors
 // in the heap: comparing two is comparing two integers, with no call and
 // no lookup in the runs. Most calls have two targets, and for them this
 // is a plain merge of two sorted lists.
@@ -163,7 +164,7 @@ func (s *scratch) findTakenKeys() {
 		}
 		siftDownCursor(h, 0)
 	}
-	// One run is left: as in findTaken, only its cursor's entry can equal
+	// One run is left: as in findTakenCandidates, only its cursor's entry can equal
 	// the last address:port met.
 	if c := h[0]; c.socket == last {
 		m.taken = append(m.taken, runEntry{run: c.run, index: c.at})
