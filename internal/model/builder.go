@@ -8,14 +8,17 @@ import (
 // Builder validates ExtensionServices against one Index and Settings.
 //
 // A Builder reuses its memory from one Build to the next, which is what keeps
-// translating millions of endpoints cheap: the Localities (and their
-// Endpoints) of the ExtensionCluster that Build returns alias that memory and
-// are valid only until the next call to Build on the same Builder. Callers
-// that keep a result must copy it first. A Builder is not safe for
-// concurrent use; use one per goroutine over a shared Index.
+// translating millions of endpoints cheap: the ExtensionCluster that Build
+// returns, its Localities and their Endpoints are that memory and are valid
+// only until the next call to Build on the same Builder. Callers that keep
+// a result must copy it first (the Status is the caller's own). A Builder
+// is not safe for concurrent use; use one per goroutine over a shared
+// Index.
 type Builder struct {
 	index    *Index
 	settings source.Settings
+	// cluster is what Build returns a pointer to.
+	cluster ExtensionCluster
 	// tlsParams is settings.UpstreamTLS as a model, the same for every
 	// ExtensionService.
 	tlsParams *TLSParams
@@ -48,7 +51,7 @@ func NewBuilder(idx *Index, settings source.Settings) *Builder {
 // Build validates es. It returns the ExtensionCluster, or nil when the
 // status holds errors (all or nothing: an ExtensionService with any error
 // yields no Envoy resources), and the status, always. See Builder for how
-// long the result's Localities stay valid.
+// long the ExtensionCluster stays valid.
 func (b *Builder) Build(es *source.ExtensionService) (*ExtensionCluster, Status) {
 	st := Status{Namespace: es.Namespace, Name: es.Name}
 	st.Condition.ObservedGeneration = es.Generation

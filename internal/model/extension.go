@@ -66,7 +66,10 @@ const serviceTypeExternalName = "ExternalName"
 // would be work for a status that already says it is invalid.
 func (b *Builder) build(es *source.ExtensionService, st *Status) *ExtensionCluster {
 	cond := &st.Condition
-	ec := &ExtensionCluster{
+	// b's own, set whole: nothing of the ExtensionService built before
+	// stays (see Builder).
+	ec := &b.cluster
+	*ec = ExtensionCluster{
 		Name:           ClusterName(es.Namespace, es.Name),
 		XDSClusterName: b.settings.XDSClusterName,
 		ConnectTimeout: b.settings.ConnectTimeout,

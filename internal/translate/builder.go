@@ -1,6 +1,7 @@
 package translate
 
 import (
+	"encoding/binary"
 	"encoding/hex"
 
 	"github.com/cespare/xxhash/v2"
@@ -41,17 +42,24 @@ func (b *builder) build(es *source.ExtensionService, keep Resource) Outcome {
 	}
 	o := Outcome{Status: st}
 	// A STRICT_DNS Cluster holds its Services' names, so it is never kept.
-	if keep.Version != "" && ec.DNS == nil {
+	kept := keep.Version != "" && ec.DNS == nil
+	var cluster, cla []byte
+	if !kept {
+		cluster = b.encodeCluster(ec)
+	}
+	// A STRICT_DNS Cluster carries its own endpoints: no CLA.
+	if ec.DNS == nil {
+		cla = b.encodeClusterLoadAssignment(ec)
+	}
+	clusterVersion, claVersion := versions(cluster, cla)
+	if kept {
 		o.Cluster = Resource{Name: keep.Name, Version: keep.Version}
 	} else {
-		cluster := b.encodeCluster(ec)
-		o.Cluster = Resource{Name: ec.Name, Version: version(cluster), Body: cluster}
+		o.Cluster = Resource{Name: ec.Name, Version: clusterVersion, Body: cluster}
 	}
-	if ec.DNS != nil {
-		return o // a STRICT_DNS Cluster carries its own endpoints
+	if ec.DNS == nil {
+		o.ClusterLoadAssignment = Resource{Name: ec.Name, Version: claVersion, Body: cla}
 	}
-	cla := b.encodeClusterLoadAssignment(ec)
-	o.ClusterLoadAssignment = Resource{Name: ec.Name, Version: version(cla), Body: cla}
 	return o
 }
 
@@ -69,13 +77,30 @@ func (b *builder) encodeClusterLoadAssignment(ec *model.ExtensionCluster) []byte
 	return envoy.MustMarshal(envoy.BuildClusterLoadAssignment(ec))
 }
 
-// version is a 64-bit content hash in hex: cheap next to encoding, and wide
-// enough that two different resources practically never share one.
-func version(body []byte) string {
-	var sum [8]byte
-	h := xxhash.Sum64(body)
-	for i := range sum {
-		sum[i] = byte(h >> (56 - 8*i))
+// versions are the versions of a and of b ("" for a nil body), made in one
+// allocation, as an ExtensionService's Cluster and ClusterLoadAssignment are
+// versioned together. A version is a 64-bit content hash in hex: cheap next
+// to encoding, and wide enough that two different resources practically
+// never share one.
+func versions(a, b []byte) (string, string) {
+	var buf [2 * versionLen]byte
+	text := buf[:0]
+	for _, body := range [2][]byte{a, b} {
+		if body != nil {
+			var sum [8]byte
+			binary.BigEndian.PutUint64(sum[:], xxhash.Sum64(body))
+			text = hex.AppendEncode(text, sum[:])
+		}
 	}
-	return hex.EncodeToString(sum[:])
+	both := string(text)
+	switch {
+	case a == nil:
+		return "", both
+	case b == nil:
+		return both, ""
+	}
+	return both[:versionLen], both[versionLen:]
 }
+
+// versionLen is the length of a version: 8 bytes in hex.
+const versionLen = 2 * 8
