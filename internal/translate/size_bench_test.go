@@ -1,6 +1,8 @@
 package translate_test
 
 import (
+	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"testing"
@@ -55,6 +57,35 @@ func BenchmarkEstimator(b *testing.B) {
 				}
 				if t.Bytes <= 0 {
 					b.Fatal(t.Bytes)
+				}
+			}
+			b.ReportMetric(cputime.PerOp(cpu, ops), "cpu-ns/op")
+		})
+	}
+}
+
+// BenchmarkOutputBound is BenchmarkTranslate (N=10000) up to the output
+// bound under 64 MiB and no further: the Reserve that follows the bound
+// cancels the translation. What it times besides the bound (sorting the
+// ExtensionServices, indexing the objects) does not change with it.
+func BenchmarkOutputBound(b *testing.B) {
+	for _, m := range []int{10, 100} {
+		b.Run(fmt.Sprintf("M=%d", m), func(b *testing.B) {
+			objs := workload.Standard(10000, m)
+			b.ReportAllocs()
+			cpu, ops := cputime.OfProcess(), 0
+			for b.Loop() {
+				ops++
+				ctx, cancel := context.WithCancel(b.Context())
+				reserved := int64(0)
+				_, err := translate.Bounded(ctx, objs, source.Settings{}, translate.Limits{MaxOutputBytes: 64 << 20, Reserve: func(bytes int64) error {
+					reserved = bytes
+					cancel()
+					return nil
+				}})
+				cancel()
+				if !errors.Is(err, context.Canceled) || reserved <= 0 {
+					b.Fatal(err, reserved)
 				}
 			}
 			b.ReportMetric(cputime.PerOp(cpu, ops), "cpu-ns/op")
