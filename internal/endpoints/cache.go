@@ -25,13 +25,12 @@ type sliceEntry struct {
 	runs  []sliceRun
 }
 
-// sliceRun is what appendSliceEndpoints gives for one slice and port name,
-// sorted by sortUnique: its candidates, whose text is the index of their
-// endpoint in the slice, and the warnings it gave.
-//
-// The run of a packable slice is kept as packed keys whose index is the
-// endpoint's, a third of a candidate's size; any other run keeps whole
-// candidates.
+// sliceRun is what one slice gives for one Service port name, sorted and
+// without repeats, and the warnings it gave: for a packable slice, the
+// packed keys of appendSliceKeys, whose index is the endpoint's, a third of
+// a candidate's size; for any other, the candidates of
+// appendSliceEndpoints, whose text is the index of their endpoint in the
+// slice, as sortUnique leaves them.
 type sliceRun struct {
 	portName string
 	warnings []Warning
