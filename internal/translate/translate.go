@@ -125,13 +125,14 @@ func translate(ctx context.Context, objs *source.Objects, settings source.Settin
 // over the limit, or more than Reserve grants, decides with the precise
 // Estimates: what fits them is accepted as it was before Quick.
 //
-// Quick costs no pass over the endpoints, but the lookups of each
-// target's slices, which cost as much, are the same for both. So once
-// the Quick bounds so far, at their rate over all of es, are over the
-// limit, each ExtensionService gets both at once, and only those
-// estimated before then are looked up again if the precise Estimates are
-// needed. Where the precise Estimates are taken changes what checkOutput
-// costs, never what it decides: a Tally is the same in any order.
+// Quick saves the pass over the endpoints, but not the lookups of each
+// target's slices, which cost about as much: the precise Estimates after
+// Quick would pay for them twice. So once the Quick bounds so far, at
+// their rate over all of es, would exceed the limit, each
+// ExtensionService gets both bounds from one set of lookups, and only
+// those before it are estimated again if the precise Estimates are
+// needed. That changes what checkOutput costs, never what it decides:
+// every Quick bound is summed, and a Tally is the same in any order.
 func checkOutput(ctx context.Context, idx *model.Index, settings source.Settings, es []*source.ExtensionService, l Limits) error {
 	estimator := NewEstimator(idx, settings)
 	var quick int64
