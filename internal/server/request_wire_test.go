@@ -2,6 +2,7 @@ package server
 
 import (
 	"bytes"
+	"fmt"
 	"math/rand/v2"
 	"strings"
 	"testing"
@@ -14,6 +15,7 @@ import (
 	"google.golang.org/protobuf/testing/protocmp"
 
 	tributaryv1 "github.com/tributary-dev/tributary/gen/go/tributary/v1"
+	"github.com/tributary-dev/tributary/internal/cputime"
 	"github.com/tributary-dev/tributary/internal/grpctest"
 	"github.com/tributary-dev/tributary/internal/objectgen"
 	"github.com/tributary-dev/tributary/internal/source"
@@ -365,4 +367,30 @@ func marshalWire(tb testing.TB, m proto.Message) []byte {
 		tb.Fatal(err)
 	}
 	return b
+}
+
+// BenchmarkUnmarshalRequest decodes the standard workload's Translate
+// request as gRPC's proto codec does (protobuf) and as the server's codec
+// does (wire: the fast path), allocations and garbage collection included.
+func BenchmarkUnmarshalRequest(b *testing.B) {
+	for _, size := range []struct{ n, m int }{{10000, 100}, {10000, 10}} {
+		wire := marshalWire(b, &tributaryv1.TranslateRequest{Objects: standardObjects(workload.Standard(size.n, size.m))})
+		for _, decoder := range []struct {
+			name      string
+			unmarshal func(mem.BufferSlice, any) error
+		}{{"protobuf", protoCodecV2.Unmarshal}, {"wire", unmarshalRequest}} {
+			b.Run(fmt.Sprintf("N=%d/M=%d/%s", size.n, size.m, decoder.name), func(b *testing.B) {
+				b.ReportAllocs()
+				cpu, ops := cputime.OfProcess(), 0
+				for b.Loop() {
+					ops++
+					var req tributaryv1.TranslateRequest
+					if err := decoder.unmarshal(mem.BufferSlice{mem.SliceBuffer(wire)}, &req); err != nil {
+						b.Fatal(err)
+					}
+				}
+				b.ReportMetric(cputime.PerOp(cpu, ops), "cpu-ns/op")
+			})
+		}
+	}
 }
