@@ -142,7 +142,7 @@ func (s *scratch) sortUnique(run []candidate, firstText uint32, texts int) []can
 	for _, c := range run {
 		s.keys = append(s.keys, packKey(c, c.text-firstText))
 	}
-	slices.Sort(s.keys)
+	s.sortBuffer = sortKeys(s.keys, s.sortBuffer)
 	n := 0
 	for i, k := range s.keys {
 		if i > 0 && keySocket(k) == keySocket(s.keys[i-1]) {

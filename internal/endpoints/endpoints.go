@@ -100,8 +100,9 @@ type scratch struct {
 	ports []uint16
 	// keys holds, on the packed path without a cache, the run of every
 	// target (see collectPacked); otherwise it is where sortUnique packs
-	// IPv4 candidates and makeSliceRun parses a slice.
-	keys []uint64
+	// IPv4 candidates and makeSliceRun parses a slice. sortBuffer is
+	// sortKeys' scratch.
+	keys, sortBuffer []uint64
 	// warningsEnd is, per target, the end of its warnings in warnings
 	// before address:ports taken by earlier targets are counted.
 	warningsEnd []int

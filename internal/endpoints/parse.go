@@ -4,7 +4,6 @@ import (
 	"encoding/binary"
 	"math"
 	"net/netip"
-	"slices"
 
 	"github.com/tributary-dev/tributary/internal/source"
 )
@@ -136,7 +135,7 @@ func (s *scratch) appendSliceKeys(keys []uint64, es *source.EndpointSlice, portN
 	if bad > 0 {
 		*warnings = append(*warnings, invalidAddressWarning(es, bad, firstBad))
 	}
-	slices.Sort(keys[start:])
+	s.sortBuffer = sortKeys(keys[start:], s.sortBuffer)
 	return keys[:start+len(uniqueKeys(keys[start:]))]
 }
 
