@@ -126,7 +126,7 @@ func listImports(t *testing.T, args ...string) map[string][]string {
 func isTestHelper(pkg string) bool {
 	switch pkg {
 	case "internal/testproc", "internal/testctx", "internal/xdstest", "internal/grpctest", "internal/workload",
-		"internal/objectgen", "internal/tlsfiles/testcerts", "internal/xds/grpcproof":
+		"internal/objectgen", "internal/tlsfiles/testcerts", "internal/xds/grpcproof", "internal/cputime":
 		return true
 	}
 	return false
