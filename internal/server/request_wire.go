@@ -103,7 +103,7 @@ func (d *wireDecoder) translateRequest(b []byte, m *tributaryv1.TranslateRequest
 	return true
 }
 
-// syncRequestWire reads a SyncRequest that is a batch; a session's start,
+// syncRequest reads a SyncRequest that is a batch; a session's start,
 // one message per session, is left to protobuf.
 func (d *wireDecoder) syncRequest(b []byte, m *tributaryv1.SyncRequest) bool {
 	var batch *tributaryv1.SyncBatch
@@ -156,7 +156,7 @@ func (d *wireDecoder) syncBatch(b []byte) *tributaryv1.SyncBatch {
 	return batch
 }
 
-// objectWire reads a KubernetesObject: an EndpointSlice by hand, any other
+// object reads a KubernetesObject: an EndpointSlice by hand, any other
 // kind through protobuf.
 func (d *wireDecoder) object(b []byte) *tributaryv1.KubernetesObject {
 	o := new(tributaryv1.KubernetesObject)
