@@ -66,8 +66,8 @@ func (inc *Incremental) Rebuild(ctx context.Context, rebuilds []Rebuild, use fun
 		// does not see: its parsed copies of slices the Index no longer
 		// holds go now.
 		inc.kept.model.SweepEndpointSlices()
-		outcomes, err := build(ctx, inc.index, inc.settings, es, encodeFast)
-		if err != nil {
+		outcomes := make([]Outcome, len(es))
+		if err := build(ctx, inc.index, inc.settings, es, encodeFast, func(i int, o Outcome) { outcomes[i] = o }); err != nil {
 			return err
 		}
 		for i := range outcomes {
@@ -96,9 +96,10 @@ func (inc *Incremental) Rebuild(ctx context.Context, rebuilds []Rebuild, use fun
 // and gathers the outcomes into a Result, as Translate would for the
 // Index's objects.
 func (inc *Incremental) All(es []*source.ExtensionService) *Result {
-	outcomes, err := build(context.Background(), inc.index, inc.settings, es, encodeFast)
-	if err != nil {
+	res, put, closeGaps := gather(len(es))
+	if err := build(context.Background(), inc.index, inc.settings, es, encodeFast, put); err != nil {
 		panic(err) // unreachable: nothing cancels the background context
 	}
-	return resultOf(outcomes)
+	closeGaps()
+	return res
 }

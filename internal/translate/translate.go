@@ -112,11 +112,12 @@ func translate(ctx context.Context, objs *source.Objects, settings source.Settin
 			return nil, err
 		}
 	}
-	outcomes, err := build(ctx, idx, settings, order, enc)
-	if err != nil {
+	res, put, closeGaps := gather(len(order))
+	if err := build(ctx, idx, settings, order, enc, put); err != nil {
 		return nil, err
 	}
-	return resultOf(outcomes), nil
+	closeGaps()
+	return res, nil
 }
 
 // checkOutput returns a *TooLargeError when the output of es may exceed
@@ -238,28 +239,27 @@ func (o *Outcome) Valid() bool { return o.Cluster.Version != "" }
 // ClusterLoadAssignment: it is valid, and its Cluster is EDS.
 func (o *Outcome) HasClusterLoadAssignment() bool { return o.ClusterLoadAssignment.Body != nil }
 
-// resultOf gathers outcomes, in their order, into a Result.
-func resultOf(outcomes []Outcome) *Result {
-	res := &Result{Statuses: make([]model.Status, len(outcomes))}
-	valid := 0
-	for i := range outcomes {
-		if outcomes[i].Valid() {
-			valid++
-		}
+// gather returns a Result with room for n outcomes and the function that
+// puts outcome i in its place, safe to call from several goroutines for
+// distinct i. Once every outcome is in, close the gaps: the Result then
+// holds what each valid ExtensionService yielded, in order. Workers write
+// straight into the Result, so no outcome is copied a second time.
+func gather(n int) (res *Result, put func(i int, o Outcome), closeGaps func()) {
+	res = &Result{
+		Clusters:               make([]Resource, n),
+		ClusterLoadAssignments: make([]Resource, n),
+		Statuses:               make([]model.Status, n),
 	}
-	res.Clusters = make([]Resource, 0, valid)
-	res.ClusterLoadAssignments = make([]Resource, 0, valid)
-	for i := range outcomes {
-		o := &outcomes[i]
+	put = func(i int, o Outcome) {
 		res.Statuses[i] = o.Status
-		if o.Valid() {
-			res.Clusters = append(res.Clusters, o.Cluster)
-		}
-		if o.HasClusterLoadAssignment() {
-			res.ClusterLoadAssignments = append(res.ClusterLoadAssignments, o.ClusterLoadAssignment)
-		}
+		res.Clusters[i] = o.Cluster
+		res.ClusterLoadAssignments[i] = o.ClusterLoadAssignment
 	}
-	return res
+	closeGaps = func() {
+		res.Clusters = slices.DeleteFunc(res.Clusters, func(r Resource) bool { return r.Version == "" })
+		res.ClusterLoadAssignments = slices.DeleteFunc(res.ClusterLoadAssignments, func(r Resource) bool { return r.Body == nil })
+	}
+	return res, put, closeGaps
 }
 
 // minPerWorker keeps small sets on the calling goroutine, where starting
@@ -271,11 +271,14 @@ const minPerWorker = 64
 const parallelThreshold = 2 * minPerWorker
 
 // build translates es against idx, spreading the work over every CPU when
-// there is enough of it; outcome i is for es[i]. idx must not change until
-// build returns. Once ctx is done every worker stops after the
-// ExtensionService at hand, and build returns ctx.Err() and no outcomes.
-func build(ctx context.Context, idx *model.Index, settings source.Settings, es []*source.ExtensionService, enc encoding) ([]Outcome, error) {
-	outcomes := make([]Outcome, len(es))
+// there is enough of it, and puts outcome i (for es[i]) with put, which
+// workers call at once for distinct i. idx must not change until build
+// returns. Once ctx is done every worker stops after the ExtensionService
+// at hand, and build returns ctx.Err(): some outcomes were put, not all.
+//
+// put takes the Outcome by value: a pointer, passed through a function
+// value, would move every Outcome to the heap.
+func build(ctx context.Context, idx *model.Index, settings source.Settings, es []*source.ExtensionService, enc encoding, put func(i int, o Outcome)) error {
 	workers := min(runtime.GOMAXPROCS(0), max(1, len(es)/minPerWorker))
 	var wg sync.WaitGroup
 	for w := range workers {
@@ -288,7 +291,7 @@ func build(ctx context.Context, idx *model.Index, settings source.Settings, es [
 				if ctx.Err() != nil {
 					return
 				}
-				outcomes[i] = b.build(es[i], Resource{})
+				put(i, b.build(es[i], Resource{}))
 			}
 		}
 		if workers == 1 {
@@ -298,8 +301,5 @@ func build(ctx context.Context, idx *model.Index, settings source.Settings, es [
 		wg.Go(run)
 	}
 	wg.Wait()
-	if err := ctx.Err(); err != nil {
-		return nil, err
-	}
-	return outcomes, nil
+	return ctx.Err()
 }
