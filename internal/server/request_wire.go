@@ -64,6 +64,42 @@ type wireDecoder struct {
 	// addresses are every address of the slice's endpoints, in order;
 	// they point into the wire's bytes.
 	addresses [][]byte
+	// conditions holds one EndpointConditions message for each distinct
+	// set of conditions the request's endpoints carry (see
+	// sharedConditions).
+	conditions []sharedConditions
+}
+
+// sharedConditions is the one EndpointConditions message every endpoint
+// of a request with the same conditions points to. Nearly every endpoint
+// reads ready, serving and not terminating: a message of its own each
+// would be two million messages and their bools at N=10000 × M=100, for
+// the garbage collector to scan, and nothing ever changes a decoded
+// request, which the decoder only reads (proto.Equal and proto.Marshal
+// see no difference).
+type sharedConditions struct {
+	read    conditionsOnWire
+	message *tributaryv1.EndpointConditions
+}
+
+// conditionsFor returns the EndpointConditions message for c, made the
+// first time such conditions are read. There are at most 28 distinct ones
+// (absent, or each of three fields unset, false or true), and a request
+// nearly always holds one or two: a look through the list is enough.
+func (d *wireDecoder) conditionsFor(c conditionsOnWire) *tributaryv1.EndpointConditions {
+	for i := range d.conditions {
+		if d.conditions[i].read == c {
+			return d.conditions[i].message
+		}
+	}
+	m := new(tributaryv1.EndpointConditions)
+	for j, field := range [3]**bool{&m.Ready, &m.Serving, &m.Terminating} {
+		if c.set[j] {
+			*field = proto.Bool(c.value[j])
+		}
+	}
+	d.conditions = append(d.conditions, sharedConditions{read: c, message: m})
+	return m
 }
 
 func (d *wireDecoder) translateRequest(b []byte, m *tributaryv1.TranslateRequest) bool {
@@ -249,7 +285,7 @@ func (d *wireDecoder) endpointSlice(b []byte) *tributaryv1.EndpointSlice {
 			return nil
 		}
 	}
-	slice.Endpoints = buildEndpoints(d.endpoints, d.addresses)
+	slice.Endpoints = d.buildEndpoints()
 	return slice
 }
 
@@ -301,25 +337,16 @@ func conditionsWire(b []byte, c *conditionsOnWire) bool {
 	return true
 }
 
-// buildEndpoints makes the messages of a slice's endpoints, read from the
-// wire, in one array of each type: the endpoints, their conditions, the
-// conditions' values, their address lists, and one string holding all
-// their addresses, each address a part of it.
-func buildEndpoints(read []endpointOnWire, addresses [][]byte) []*tributaryv1.Endpoint {
+// buildEndpoints makes the messages of the slice's endpoints, read from
+// the wire, in one array of each type: the endpoints, their address lists,
+// and one string holding all their addresses, each address a part of it.
+// Their conditions are shared (see sharedConditions).
+func (d *wireDecoder) buildEndpoints() []*tributaryv1.Endpoint {
+	read, addresses := d.endpoints, d.addresses
 	if len(read) == 0 {
 		return nil
 	}
-	conditionCount, valueCount, addressBytes := 0, 0, 0
-	for _, e := range read {
-		if e.conditions.present {
-			conditionCount++
-		}
-		for _, set := range e.conditions.set {
-			if set {
-				valueCount++
-			}
-		}
-	}
+	addressBytes := 0
 	for _, a := range addresses {
 		addressBytes += len(a)
 	}
@@ -332,15 +359,11 @@ func buildEndpoints(read []endpointOnWire, addresses [][]byte) []*tributaryv1.En
 	all := joined.String()
 
 	var (
-		endpoints     = make([]tributaryv1.Endpoint, len(read))
-		pointers      = make([]*tributaryv1.Endpoint, len(read))
-		conditions    = make([]tributaryv1.EndpointConditions, conditionCount)
-		values        = make([]bool, valueCount)
-		addressList   = make([]string, len(addresses))
-		nextAddress   int
-		nextByte      int
-		nextCondition int
-		nextValue     int
+		endpoints   = make([]tributaryv1.Endpoint, len(read))
+		pointers    = make([]*tributaryv1.Endpoint, len(read))
+		addressList = make([]string, len(addresses))
+		nextAddress int
+		nextByte    int
 	)
 	for i, a := range addresses {
 		addressList[i] = all[nextByte : nextByte+len(a)]
@@ -356,16 +379,7 @@ func buildEndpoints(read []endpointOnWire, addresses [][]byte) []*tributaryv1.En
 			nextAddress = end
 		}
 		if e.conditions.present {
-			c := &conditions[nextCondition]
-			nextCondition++
-			for j, field := range [3]**bool{&c.Ready, &c.Serving, &c.Terminating} {
-				if e.conditions.set[j] {
-					values[nextValue] = e.conditions.value[j]
-					*field = &values[nextValue]
-					nextValue++
-				}
-			}
-			endpoint.Conditions = c
+			endpoint.Conditions = d.conditionsFor(e.conditions)
 		}
 		pointers[i] = endpoint
 	}
