@@ -126,6 +126,9 @@ func (c *admissionCodec) take(m any) admission {
 }
 
 func messageName(v any) string {
+	if r, ok := v.(*wireTranslateRequest); ok {
+		v = &r.request
+	}
 	if m, ok := v.(proto.Message); ok {
 		return string(m.ProtoReflect().Descriptor().FullName())
 	}

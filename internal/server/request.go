@@ -47,9 +47,16 @@ const maxReportedViolations = 16
 // copying them, and each repeated kind shares one backing array: req must not
 // change while the result is in use.
 func decodeRequest(req *tributaryv1.TranslateRequest) (*source.Objects, source.Settings, error) {
+	return decodeTranslate(req, nil)
+}
+
+// decodeTranslate is decodeRequest for a request whose EndpointSlices'
+// endpoints the wire fast path made (see wireTranslateRequest), or, with
+// sliceEndpoints nil, whose messages hold them.
+func decodeTranslate(req *tributaryv1.TranslateRequest, sliceEndpoints [][]source.Endpoint) (*source.Objects, source.Settings, error) {
 	var p problems
 	settings := decodeSettings(req.GetSettings(), "settings", &p)
-	objs := decodeObjects(req.GetObjects(), "objects", &p)
+	objs := decodeObjects(req.GetObjects(), sliceEndpoints, "objects", &p)
 	if err := p.err(); err != nil {
 		return nil, source.Settings{}, err
 	}

@@ -68,6 +68,10 @@ type decoder struct {
 	// seen maps, per source.Kind, each namespace/name to the index of the
 	// object that first used it.
 	seen []map[source.NamespacedName]int
+	// sliceEndpoints, when not nil, are the endpoints of the EndpointSlices
+	// still to decode, in order, as the wire fast path made them; their
+	// messages then hold none (see wireTranslateRequest).
+	sliceEndpoints [][]source.Endpoint
 }
 
 // carve returns the next n elements of *backing with their capacity capped,
@@ -87,8 +91,11 @@ func carve[T any](backing *[]T, n int) []T {
 
 // decodeObjects checks the objects of a Translate request, found at path list
 // of the client's message, and converts them into shared arrays.
-func decodeObjects(objects []*tributaryv1.KubernetesObject, list string, p *problems) *source.Objects {
+// sliceEndpoints are those of the EndpointSlices when the wire fast path
+// made them, nil when the messages hold them.
+func decodeObjects(objects []*tributaryv1.KubernetesObject, sliceEndpoints [][]source.Endpoint, list string, p *problems) *source.Objects {
 	d := newDecoder(objects, list, sharedArrays)
+	d.sliceEndpoints = sliceEndpoints
 	d.decode(objects, p)
 	return &d.objs
 }
@@ -250,25 +257,12 @@ func (d *decoder) endpointSlice(i int, pb *tributaryv1.EndpointSlice, p *problem
 	// replace, as an upsert, a slice that had the label.
 	es := source.EndpointSlice{Meta: d.meta(ref, pb.GetMetadata(), p), AddressType: pb.GetAddressType()}
 	keywordLimit.check(ref, p, "addressType", es.AddressType)
-	endpoints := pb.GetEndpoints()
-	es.Endpoints = carve(&d.endpoints, len(endpoints))
-	kept := 0
-	for j, e := range endpoints {
-		addresses := e.GetAddresses()
-		checkAddresses(ref, p, j, addresses)
-		if len(addresses) == 0 {
-			continue // nothing to use (Kubernetes requires one)
-		}
-		// Only the first address and the ready condition are kept: the
-		// rest is what translation never reads, and the session would
-		// otherwise hold the request's messages for as long as it lives.
-		c := e.GetConditions()
-		es.Endpoints[kept] = source.Endpoint{Address: addresses[0], NotReady: c != nil && c.Ready != nil && !*c.Ready}
-		kept++
-	}
-	es.Endpoints = es.Endpoints[:kept:kept]
-	if kept == 0 {
-		es.Endpoints = nil
+	if d.sliceEndpoints != nil {
+		// Made as the loop below would make them, the checks below already
+		// passed: the fast path declines a request that fails them.
+		es.Endpoints, d.sliceEndpoints = d.sliceEndpoints[0], d.sliceEndpoints[1:]
+	} else {
+		es.Endpoints = d.endpointsOf(ref, pb.GetEndpoints(), p)
 	}
 	ports := pb.GetPorts()
 	es.Ports = carve(&d.endpointPorts, len(ports))
@@ -288,6 +282,30 @@ func (d *decoder) endpointSlice(i int, pb *tributaryv1.EndpointSlice, p *problem
 		es.Ports[j] = source.EndpointPort{Name: ep.Name, Port: ep.Port, Protocol: ep.Protocol}
 	}
 	d.objs.EndpointSlices = append(d.objs.EndpointSlices, es)
+}
+
+// endpointsOf checks the endpoints of the EndpointSlice ref locates and
+// converts them.
+func (d *decoder) endpointsOf(ref objectRef, endpoints []*tributaryv1.Endpoint, p *problems) []source.Endpoint {
+	converted := carve(&d.endpoints, len(endpoints))
+	kept := 0
+	for j, e := range endpoints {
+		addresses := e.GetAddresses()
+		checkAddresses(ref, p, j, addresses)
+		if len(addresses) == 0 {
+			continue // nothing to use (Kubernetes requires one)
+		}
+		// Only the first address and the ready condition are kept: the
+		// rest is what translation never reads, and the session would
+		// otherwise hold the request's messages for as long as it lives.
+		c := e.GetConditions()
+		converted[kept] = source.Endpoint{Address: addresses[0], NotReady: c != nil && c.Ready != nil && !*c.Ready}
+		kept++
+	}
+	if kept == 0 {
+		return nil
+	}
+	return converted[:kept:kept]
 }
 
 func (d *decoder) secret(i int, pb *tributaryv1.Secret, p *problems) {

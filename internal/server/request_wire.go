@@ -9,6 +9,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	tributaryv1 "github.com/tributary-dev/tributary/gen/go/tributary/v1"
+	"github.com/tributary-dev/tributary/internal/source"
 )
 
 // The requests that carry EndpointSlices (a Translate request, a Sync
@@ -30,6 +31,11 @@ import (
 // the fast path when v is a request it knows and data is plainly encoded.
 func unmarshalRequest(data mem.BufferSlice, v any) error {
 	switch m := v.(type) {
+	case *wireTranslateRequest:
+		if m.decodeWire(data) {
+			return nil
+		}
+		return protoCodecV2.Unmarshal(data, &m.request)
 	case *tributaryv1.TranslateRequest, *tributaryv1.SyncRequest:
 		// The decoded message holds no reference to buf (every string is
 		// a copy), so buf can go back to gRPC's pool.
@@ -41,6 +47,38 @@ func unmarshalRequest(data mem.BufferSlice, v any) error {
 		}
 	}
 	return protoCodecV2.Unmarshal(data, v)
+}
+
+// wireTranslateRequest is what the server decodes a Translate call's
+// request into (see translateMethod): the request and, when the fast path
+// read it, each EndpointSlice's endpoints as the decoder would make them
+// (source.Endpoints, one array and one string of addresses per slice), in
+// the order of the request's slices, whose messages then hold no
+// endpoints. Endpoint messages, two million of them at N=10000 × M=100,
+// were most of a call's memory and of the garbage collector's work, and
+// the decoder only ever read their first address and readiness.
+//
+// endpoints is nil when protobuf decoded the request: its slices then
+// hold their endpoints, and the decoder reads them as it reads a request
+// made in process.
+type wireTranslateRequest struct {
+	request   tributaryv1.TranslateRequest
+	endpoints [][]source.Endpoint
+}
+
+// decodeWire reads data into r through the fast path, or reports false
+// and leaves r as it was.
+func (r *wireTranslateRequest) decodeWire(data mem.BufferSlice) bool {
+	// The decoded request holds no reference to buf (every string is a
+	// copy), so buf can go back to gRPC's pool.
+	buf := data.MaterializeToBuffer(mem.DefaultBufferPool())
+	defer buf.Free()
+	d := wireDecoder{direct: true}
+	if !d.translateRequest(buf.ReadOnlyData(), &r.request) {
+		return false
+	}
+	r.endpoints = d.sliceEndpoints
+	return true
 }
 
 // decodeRequestWire replaces m, a TranslateRequest or a SyncRequest, with
@@ -68,6 +106,13 @@ type wireDecoder struct {
 	// set of conditions the request's endpoints carry (see
 	// sharedConditions).
 	conditions []sharedConditions
+	// direct makes each EndpointSlice's endpoints source.Endpoints,
+	// appended to sliceEndpoints, instead of messages (see
+	// wireTranslateRequest). It declines what the decoder would report
+	// (too many addresses, one too long), so that protobuf and the decoder
+	// report it as before.
+	direct         bool
+	sliceEndpoints [][]source.Endpoint
 }
 
 // sharedConditions is the one EndpointConditions message every endpoint
@@ -285,6 +330,10 @@ func (d *wireDecoder) endpointSlice(b []byte) *tributaryv1.EndpointSlice {
 			return nil
 		}
 	}
+	if d.direct {
+		d.sliceEndpoints = append(d.sliceEndpoints, d.sourceEndpoints())
+		return slice
+	}
 	slice.Endpoints = d.buildEndpoints()
 	return slice
 }
@@ -301,6 +350,9 @@ func (d *wireDecoder) endpoint(b []byte) bool {
 		switch {
 		case f.num == 1:
 			if !utf8.Valid(f.bytes) {
+				return false
+			}
+			if d.direct && (e.addresses == maxEndpointAddresses || len(f.bytes) > addressLimit.max) {
 				return false
 			}
 			d.addresses = append(d.addresses, f.bytes)
@@ -384,6 +436,47 @@ func (d *wireDecoder) buildEndpoints() []*tributaryv1.Endpoint {
 		pointers[i] = endpoint
 	}
 	return pointers
+}
+
+// sourceEndpoints makes the slice's endpoints, read from the wire, as the
+// decoder makes them from messages: an endpoint without addresses is
+// dropped, and of the others only the first address and whether the
+// endpoint is not ready are kept. The first addresses share one string.
+func (d *wireDecoder) sourceEndpoints() []source.Endpoint {
+	kept, addressBytes, next := 0, 0, 0
+	for _, e := range d.endpoints {
+		if e.addresses > 0 {
+			kept++
+			addressBytes += len(d.addresses[next])
+		}
+		next += e.addresses
+	}
+	if kept == 0 {
+		return nil
+	}
+	var joined strings.Builder
+	joined.Grow(addressBytes)
+	next = 0
+	for _, e := range d.endpoints {
+		if e.addresses > 0 {
+			joined.Write(d.addresses[next])
+		}
+		next += e.addresses
+	}
+	all := joined.String()
+	endpoints := make([]source.Endpoint, 0, kept)
+	at, next := 0, 0
+	for _, e := range d.endpoints {
+		if e.addresses > 0 {
+			n := len(d.addresses[next])
+			c := e.conditions
+			// Ready is the first of the three conditions.
+			endpoints = append(endpoints, source.Endpoint{Address: all[at : at+n], NotReady: c.set[0] && !c.value[0]})
+			at += n
+		}
+		next += e.addresses
+	}
+	return endpoints
 }
 
 // wireField is one field of a message on the wire: a varint or a

@@ -9,7 +9,9 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/mem"
+	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/encoding/protowire"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/testing/protocmp"
@@ -40,7 +42,43 @@ func FuzzDecodeRequestWire(f *testing.F) {
 	f.Fuzz(func(t *testing.T, data []byte) {
 		checkWireEquivalence(t, data, &tributaryv1.TranslateRequest{})
 		checkWireEquivalence(t, data, &tributaryv1.SyncRequest{})
+		checkDirectEquivalence(t, data)
 	})
+}
+
+// checkDirectEquivalence decodes data as the server decodes a Translate
+// call's request, through the fast path into a wireTranslateRequest whose
+// slices' endpoints are made straight from the wire, and checks that it
+// declined or that decodeTranslate makes of it exactly what decodeRequest
+// makes of proto.Unmarshal's message: the same objects and settings, or
+// the same error. It reports whether the fast path took data.
+func checkDirectEquivalence(t *testing.T, data []byte) bool {
+	t.Helper()
+	var want tributaryv1.TranslateRequest
+	unmarshalErr := proto.Unmarshal(data, &want)
+	// As in checkWireEquivalence: nothing decoded may point into the
+	// wire's bytes.
+	wire := bytes.Clone(data)
+	var got wireTranslateRequest
+	if !got.decodeWire(mem.BufferSlice{mem.SliceBuffer(wire)}) {
+		return false
+	}
+	clear(wire)
+	if unmarshalErr != nil {
+		t.Fatalf("the direct fast path took %x, which proto.Unmarshal refuses: %v", data, unmarshalErr)
+	}
+	gotObjs, gotSettings, gotErr := decodeTranslate(&got.request, got.endpoints)
+	wantObjs, wantSettings, wantErr := decodeRequest(&want)
+	if errText(gotErr) != errText(wantErr) {
+		t.Fatalf("%x: the direct fast path decodes to the error %q, want %q", data, errText(gotErr), errText(wantErr))
+	}
+	if diff := cmp.Diff(wantSettings, gotSettings); diff != "" {
+		t.Fatalf("%x: settings (-through protobuf +direct):\n%s", data, diff)
+	}
+	if diff := cmp.Diff(wantObjs, gotObjs); diff != "" {
+		t.Fatalf("%x: objects (-through protobuf +direct):\n%s", data, diff)
+	}
+	return true
 }
 
 // checkWireEquivalence decodes data with the fast path into a message of
@@ -95,6 +133,12 @@ func TestDecodeRequestWireTakesRealisticRequests(t *testing.T) {
 		if !checkWireEquivalence(t, marshalWire(t, m), empty) {
 			t.Errorf("request %d (%s): the fast path declined it", i, messageName(m))
 		}
+		// The direct path also takes every realistic request; of the odd
+		// ones it declines the one with an address too long (see
+		// TestDirectDeclinesWhatTheDecoderReports).
+		if _, translate := m.(*tributaryv1.TranslateRequest); translate && !checkDirectEquivalence(t, marshalWire(t, m)) && i < len(requests)-len(oddAcceptedRequests()) {
+			t.Errorf("request %d: the direct fast path declined it", i)
+		}
 	}
 }
 
@@ -118,6 +162,42 @@ func TestDecodeRequestWireDeclinesOddEncodings(t *testing.T) {
 				checkUnmarshalRequest(t, c.wire, cases.as)
 			})
 		}
+	}
+}
+
+// TestDirectDeclinesWhatTheDecoderReports: an endpoint with more addresses
+// than Kubernetes allows, or an address too long, is left to protobuf by
+// the direct fast path (the message-building one takes it), so that the
+// decoder reports it as it always has, field and all.
+func TestDirectDeclinesWhatTheDecoderReports(t *testing.T) {
+	many := make([]string, maxEndpointAddresses+1)
+	for i := range many {
+		many[i] = fmt.Sprintf("10.0.0.%d", i+1)
+	}
+	for _, c := range []struct {
+		name     string
+		endpoint *tributaryv1.Endpoint
+		want     string
+	}{
+		{"too many addresses", &tributaryv1.Endpoint{Addresses: many}, `objects[2] (EndpointSlice "ns/svc-1"): endpoints[0].addresses holds 101 addresses`},
+		{"an address too long", &tributaryv1.Endpoint{Addresses: []string{"10.0.0.1", strings.Repeat("a", addressLimit.max+1)}}, `objects[2] (EndpointSlice "ns/svc-1"): endpoints[0].addresses[1] is 254 bytes long`},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			req := oddEndpointsRequest()
+			req.Objects[2].GetEndpointSlice().Endpoints = []*tributaryv1.Endpoint{c.endpoint}
+			wire := marshalWire(t, req)
+			if checkDirectEquivalence(t, wire) {
+				t.Fatal("the direct fast path took the request")
+			}
+			if !checkWireEquivalence(t, wire, &tributaryv1.TranslateRequest{}) {
+				t.Fatal("the message-building fast path declined the request")
+			}
+			conn := dialBufconn(t, NewGRPCServer(quietOptions()))
+			_, err := tributaryv1.NewTranslationServiceClient(conn).Translate(t.Context(), req)
+			if status.Code(err) != codes.InvalidArgument || !strings.Contains(status.Convert(err).Message(), c.want) {
+				t.Errorf("Translate: %v, want InvalidArgument with %q", err, c.want)
+			}
+		})
 	}
 }
 

@@ -219,7 +219,7 @@ func newGRPCServer(opts Options, translation tributaryv1.TranslationServiceServe
 		serverOptions = append(serverOptions, grpc.StatsHandler(h))
 	}
 	s := grpc.NewServer(serverOptions...)
-	tributaryv1.RegisterTranslationServiceServer(s, translation)
+	s.RegisterService(&translationServiceDesc, translation)
 
 	healthServer := opts.Health
 	if healthServer == nil {

@@ -4,9 +4,11 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"slices"
 	"time"
 
 	resourcev3 "github.com/envoyproxy/go-control-plane/pkg/resource/v3"
+	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/types/known/anypb"
@@ -14,6 +16,7 @@ import (
 	tributaryv1 "github.com/tributary-dev/tributary/gen/go/tributary/v1"
 	"github.com/tributary-dev/tributary/internal/metrics"
 	"github.com/tributary-dev/tributary/internal/model"
+	"github.com/tributary-dev/tributary/internal/source"
 	"github.com/tributary-dev/tributary/internal/translate"
 	"github.com/tributary-dev/tributary/internal/xds"
 )
@@ -55,10 +58,17 @@ func NewTranslationService() tributaryv1.TranslationServiceServer {
 // call ends with Canceled or DeadlineExceeded: the code the client got,
 // which the call log and metrics then carry too.
 func (t translationService) Translate(ctx context.Context, req *tributaryv1.TranslateRequest) (*tributaryv1.TranslateResponse, error) {
+	return t.translate(ctx, req, nil)
+}
+
+// translate is Translate for a request whose EndpointSlices' endpoints the
+// wire fast path made (see wireTranslateRequest), or, with sliceEndpoints
+// nil, whose messages hold them.
+func (t translationService) translate(ctx context.Context, req *tributaryv1.TranslateRequest, sliceEndpoints [][]source.Endpoint) (*tributaryv1.TranslateResponse, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, status.FromContextError(err).Err()
 	}
-	objs, settings, err := decodeRequest(req)
+	objs, settings, err := decodeTranslate(req, sliceEndpoints)
 	if err != nil {
 		return nil, err
 	}
@@ -184,4 +194,46 @@ func encodeSubConditions(scs []model.SubCondition) []*tributaryv1.SubCondition {
 		out[i] = &tributaryv1.SubCondition{Type: sc.Type, Status: sc.Status, Reason: sc.Reason, Message: sc.Message}
 	}
 	return out
+}
+
+// translationServiceDesc is the generated TranslationService_ServiceDesc
+// with Translate's handler replaced by translateMethod, so that the codec
+// decodes a call's request into a wireTranslateRequest.
+var translationServiceDesc = func() grpc.ServiceDesc {
+	desc := tributaryv1.TranslationService_ServiceDesc
+	desc.Methods = slices.Clone(desc.Methods)
+	for i := range desc.Methods {
+		if desc.Methods[i].MethodName == "Translate" {
+			generatedTranslate = desc.Methods[i].Handler
+			desc.Methods[i].Handler = translateMethod
+		}
+	}
+	return desc
+}()
+
+// generatedTranslate is the generated Translate handler.
+var generatedTranslate grpc.MethodHandler
+
+// translateMethod is the generated Translate handler but for the type it
+// decodes the request into, a *wireTranslateRequest, which the
+// interceptors see and none of them reads. A server that is not a
+// translationService (a test's wrapper) gets the generated handler: it
+// takes the request as a message that holds its endpoints.
+func translateMethod(srv any, ctx context.Context, dec func(any) error, interceptor grpc.UnaryServerInterceptor) (any, error) {
+	t, ok := srv.(translationService)
+	if !ok {
+		return generatedTranslate(srv, ctx, dec, interceptor)
+	}
+	in := new(wireTranslateRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return t.translate(ctx, &in.request, in.endpoints)
+	}
+	info := &grpc.UnaryServerInfo{Server: srv, FullMethod: tributaryv1.TranslationService_Translate_FullMethodName}
+	return interceptor(ctx, in, info, func(ctx context.Context, req any) (any, error) {
+		r := req.(*wireTranslateRequest)
+		return t.translate(ctx, &r.request, r.endpoints)
+	})
 }
