@@ -341,6 +341,19 @@ func (d *wireDecoder) endpointSlice(b []byte) *tributaryv1.EndpointSlice {
 // endpoint reads one Endpoint of the slice being read.
 func (d *wireDecoder) endpoint(b []byte) bool {
 	var e endpointOnWire
+	// The shape nearly every endpoint has, one address and then its
+	// conditions, each under 128 bytes (a one-byte length), is read
+	// without the general loop: it is most of a large request's fields.
+	if n := len(b); n >= 4 && b[0] == 0x0a && b[1] < 0x80 {
+		a := 2 + int(b[1])
+		if a+2 <= n && b[a] == 0x12 && b[a+1] < 0x80 && a+2+int(b[a+1]) == n {
+			if !d.address(b[2:a], &e) || !conditionsWire(b[a+2:], &e.conditions) {
+				return false
+			}
+			d.endpoints = append(d.endpoints, e)
+			return true
+		}
+	}
 	for len(b) > 0 {
 		f, rest, ok := nextField(b)
 		if !ok || f.typ != protowire.BytesType {
@@ -349,14 +362,9 @@ func (d *wireDecoder) endpoint(b []byte) bool {
 		b = rest
 		switch {
 		case f.num == 1:
-			if !utf8.Valid(f.bytes) {
+			if !d.address(f.bytes, &e) {
 				return false
 			}
-			if d.direct && (e.addresses == maxEndpointAddresses || len(f.bytes) > addressLimit.max) {
-				return false
-			}
-			d.addresses = append(d.addresses, f.bytes)
-			e.addresses++
 		case f.num == 2 && !e.conditions.present:
 			if !conditionsWire(f.bytes, &e.conditions) {
 				return false
@@ -369,8 +377,28 @@ func (d *wireDecoder) endpoint(b []byte) bool {
 	return true
 }
 
+// address takes a, the next address of e, or reports false to decline.
+func (d *wireDecoder) address(a []byte, e *endpointOnWire) bool {
+	if !utf8.Valid(a) {
+		return false
+	}
+	if d.direct && (e.addresses == maxEndpointAddresses || len(a) > addressLimit.max) {
+		return false
+	}
+	d.addresses = append(d.addresses, a)
+	e.addresses++
+	return true
+}
+
 func conditionsWire(b []byte, c *conditionsOnWire) bool {
 	c.present = true
+	// What every client writes: ready, serving and terminating in field
+	// order, each 0 or 1 (a one-byte varint), read at once.
+	if len(b) == 6 && b[0] == 0x08 && b[2] == 0x10 && b[4] == 0x18 && b[1]|b[3]|b[5] <= 1 {
+		c.set = [3]bool{true, true, true}
+		c.value = [3]bool{b[1] == 1, b[3] == 1, b[5] == 1}
+		return true
+	}
 	for len(b) > 0 {
 		f, rest, ok := nextField(b)
 		if !ok || f.typ != protowire.VarintType || f.num < 1 || f.num > 3 {
