@@ -308,7 +308,7 @@ func (d *wireDecoder) endpointSlice(b []byte) *tributaryv1.EndpointSlice {
 		b = rest
 		switch {
 		case f.num == 1 && slice.Metadata == nil:
-			if slice.Metadata = unmarshalNew[tributaryv1.ObjectMeta](f.bytes); slice.Metadata == nil {
+			if slice.Metadata = objectMetaWire(f.bytes); slice.Metadata == nil {
 				return nil
 			}
 		case f.num == 2 && !seenAddressType:
@@ -336,6 +336,71 @@ func (d *wireDecoder) endpointSlice(b []byte) *tributaryv1.EndpointSlice {
 	}
 	slice.Endpoints = d.buildEndpoints()
 	return slice
+}
+
+// objectMetaWire reads an ObjectMeta, or returns nil to decline: a slice's
+// metadata holds a label map, which protobuf reads through reflection, and
+// at tens of thousands of slices that was a fair part of a request.
+func objectMetaWire(b []byte) *tributaryv1.ObjectMeta {
+	m := new(tributaryv1.ObjectMeta)
+	var seen [4]bool // namespace, name, generation: a second one merges
+	for len(b) > 0 {
+		f, rest, ok := nextField(b)
+		if !ok {
+			return nil
+		}
+		b = rest
+		switch {
+		case f.num >= 1 && f.num <= 3 && seen[f.num]:
+			return nil
+		case f.is(1, protowire.BytesType) && utf8.Valid(f.bytes):
+			m.Namespace, seen[1] = string(f.bytes), true
+		case f.is(2, protowire.BytesType) && utf8.Valid(f.bytes):
+			m.Name, seen[2] = string(f.bytes), true
+		case f.is(3, protowire.VarintType):
+			m.Generation, seen[3] = int64(f.varint), true
+		case f.is(4, protowire.BytesType):
+			if !mapEntryWire(f.bytes, &m.Labels) {
+				return nil
+			}
+		case f.is(5, protowire.BytesType):
+			if !mapEntryWire(f.bytes, &m.Annotations) {
+				return nil
+			}
+		default:
+			return nil
+		}
+	}
+	return m
+}
+
+// mapEntryWire puts the entry of a map<string, string> that b encodes in
+// *m, making the map if need be, as protobuf does (a later entry of the
+// same key replaces an earlier one); it declines an entry that is not a
+// key then a value, each valid UTF-8, either left out.
+func mapEntryWire(b []byte, m *map[string]string) bool {
+	var key, value []byte
+	seenKey, seenValue := false, false
+	for len(b) > 0 {
+		f, rest, ok := nextField(b)
+		if !ok || f.typ != protowire.BytesType || !utf8.Valid(f.bytes) {
+			return false
+		}
+		b = rest
+		switch {
+		case f.num == 1 && !seenKey && !seenValue:
+			key, seenKey = f.bytes, true
+		case f.num == 2 && !seenValue:
+			value, seenValue = f.bytes, true
+		default:
+			return false
+		}
+	}
+	if *m == nil {
+		*m = make(map[string]string, 1)
+	}
+	(*m)[string(key)] = string(value)
+	return true
 }
 
 // endpoint reads one Endpoint of the slice being read.
