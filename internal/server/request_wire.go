@@ -18,14 +18,18 @@ import (
 // three bools, an address list and an address string, seven objects the
 // garbage collector then has to scan, and that decoding was the largest
 // part of a Translate call's CPU time. The fast path below reads such a
-// request off the wire itself and gives the endpoints of each slice a few
-// shared arrays instead. It builds exactly the message protobuf would:
-// whatever is not the plain well-formed encoding of these messages (an
-// unknown field, a singular field seen twice, which protobuf merges, a
-// string that is not UTF-8, a bool other than 0 or 1, a truncated field)
-// makes it decline, and the request is decoded by protobuf as before, with
-// the same result or the same error. FuzzDecodeRequestWire holds it to
-// proto.Unmarshal.
+// request off the wire itself. For a Sync batch it builds exactly the
+// message protobuf would, giving the endpoints of each slice a few shared
+// arrays, and endpoints with the same conditions one EndpointConditions
+// message. For a Translate call it builds no endpoint messages at all:
+// each slice's endpoints come out as the source.Endpoints the decoder
+// would make of them (see wireTranslateRequest). Whatever is not the plain
+// well-formed encoding of these messages (an unknown field, a singular
+// field seen twice, which protobuf merges, a string that is not UTF-8, a
+// bool other than 0 or 1, a truncated field) makes it decline, and the
+// request is decoded by protobuf as before, with the same result or the
+// same error. FuzzDecodeRequestWire holds both forms to proto.Unmarshal
+// (and the Translate form to what the decoder then makes of it).
 
 // unmarshalRequest decodes data into v as gRPC's proto codec does, through
 // the fast path when v is a request it knows and data is plainly encoded.
