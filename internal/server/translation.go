@@ -219,7 +219,7 @@ var generatedTranslate grpc.MethodHandler
 // interceptors see and none of them reads. A server that is not a
 // translationService (a test's wrapper) gets the generated handler: it
 // takes the request as a message that holds its endpoints.
-func translateMethod(srv any, ctx context.Context, dec func(any) error, interceptor grpc.UnaryServerInterceptor) (any, error) {
+func translateMethod(srv any, ctx context.Context, dec func(any) error, interceptor grpc.UnaryServerInterceptor) (any, error) { //nolint:revive // grpc.MethodHandler's signature
 	t, ok := srv.(translationService)
 	if !ok {
 		return generatedTranslate(srv, ctx, dec, interceptor)
