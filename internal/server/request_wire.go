@@ -39,6 +39,8 @@ func unmarshalRequest(data mem.BufferSlice, v any) error {
 		if m.decodeWire(data) {
 			return nil
 		}
+		// Whatever an earlier decode into m made is not this request's.
+		m.endpoints = nil
 		return protoCodecV2.Unmarshal(data, &m.request)
 	case *tributaryv1.TranslateRequest, *tributaryv1.SyncRequest:
 		// The decoded message holds no reference to buf (every string is
@@ -103,8 +105,9 @@ func decodeRequestWire(b []byte, m proto.Message) bool {
 // endpoints of the slice being read, kept from one slice to the next.
 type wireDecoder struct {
 	endpoints []endpointOnWire
-	// addresses are every address of the slice's endpoints, in order;
-	// they point into the wire's bytes.
+	// addresses are every address of the slice's endpoints, in order (when
+	// direct, the first of each endpoint only); they point into the wire's
+	// bytes.
 	addresses [][]byte
 	// conditions holds one EndpointConditions message for each distinct
 	// set of conditions the request's endpoints carry (see
@@ -132,8 +135,8 @@ type sharedConditions struct {
 }
 
 // conditionsFor returns the EndpointConditions message for c, made the
-// first time such conditions are read. There are at most 28 distinct ones
-// (absent, or each of three fields unset, false or true), and a request
+// first time such conditions are read. There are at most 27 distinct ones
+// (each of three fields unset, false or true), and a request
 // nearly always holds one or two: a look through the list is enough.
 func (d *wireDecoder) conditionsFor(c conditionsOnWire) *tributaryv1.EndpointConditions {
 	for i := range d.conditions {
@@ -454,7 +457,12 @@ func (d *wireDecoder) address(a []byte, e *endpointOnWire) bool {
 	if d.direct && (e.addresses == maxEndpointAddresses || len(a) > addressLimit.max) {
 		return false
 	}
-	d.addresses = append(d.addresses, a)
+	// The direct path keeps an endpoint's first address only: the rest are
+	// counted and checked, never used, and an endpoint of a hundred empty
+	// addresses would otherwise cost a reference each.
+	if !d.direct || e.addresses == 0 {
+		d.addresses = append(d.addresses, a)
+	}
 	e.addresses++
 	return true
 }
@@ -540,38 +548,32 @@ func (d *wireDecoder) buildEndpoints() []*tributaryv1.Endpoint {
 // dropped, and of the others only the first address and whether the
 // endpoint is not ready are kept. The first addresses share one string.
 func (d *wireDecoder) sourceEndpoints() []source.Endpoint {
-	kept, addressBytes, next := 0, 0, 0
-	for _, e := range d.endpoints {
-		if e.addresses > 0 {
-			kept++
-			addressBytes += len(d.addresses[next])
-		}
-		next += e.addresses
-	}
-	if kept == 0 {
+	// d.addresses holds the first address of each endpoint that has one
+	// (see address), in order.
+	if len(d.addresses) == 0 {
 		return nil
+	}
+	addressBytes := 0
+	for _, a := range d.addresses {
+		addressBytes += len(a)
 	}
 	var joined strings.Builder
 	joined.Grow(addressBytes)
-	next = 0
-	for _, e := range d.endpoints {
-		if e.addresses > 0 {
-			joined.Write(d.addresses[next])
-		}
-		next += e.addresses
+	for _, a := range d.addresses {
+		joined.Write(a)
 	}
 	all := joined.String()
-	endpoints := make([]source.Endpoint, 0, kept)
-	at, next := 0, 0
+	endpoints := make([]source.Endpoint, 0, len(d.addresses))
+	at := 0
 	for _, e := range d.endpoints {
-		if e.addresses > 0 {
-			n := len(d.addresses[next])
-			c := e.conditions
-			// Ready is the first of the three conditions.
-			endpoints = append(endpoints, source.Endpoint{Address: all[at : at+n], NotReady: c.set[0] && !c.value[0]})
-			at += n
+		if e.addresses == 0 {
+			continue
 		}
-		next += e.addresses
+		n := len(d.addresses[len(endpoints)])
+		c := e.conditions
+		// Ready is the first of the three conditions.
+		endpoints = append(endpoints, source.Endpoint{Address: all[at : at+n], NotReady: c.set[0] && !c.value[0]})
+		at += n
 	}
 	return endpoints
 }

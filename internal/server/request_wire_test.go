@@ -201,6 +201,32 @@ func TestDirectDeclinesWhatTheDecoderReports(t *testing.T) {
 	}
 }
 
+// TestDirectDecodeIntoUsedRequest: a wireTranslateRequest that a first
+// request was decoded into keeps nothing of it when a second request,
+// which the direct path declines, is decoded into it (gRPC decodes a
+// second message into the same one only to refuse the call, but the codec
+// must not depend on that).
+func TestDirectDecodeIntoUsedRequest(t *testing.T) {
+	first := oddEndpointsRequest()
+	second := oddEndpointsRequest()
+	second.Objects[2].GetEndpointSlice().Endpoints = []*tributaryv1.Endpoint{{Addresses: []string{"10.9.9.9"}}}
+	declined := protowire.AppendBytes(protowire.AppendTag(marshalWire(t, second), 99, protowire.BytesType), []byte("unknown"))
+	var r wireTranslateRequest
+	if err := unmarshalRequest(mem.BufferSlice{mem.SliceBuffer(marshalWire(t, first))}, &r); err != nil || r.endpoints == nil {
+		t.Fatalf("first request: %v, endpoints %v; want it taken by the direct path", err, r.endpoints)
+	}
+	if err := unmarshalRequest(mem.BufferSlice{mem.SliceBuffer(declined)}, &r); err != nil {
+		t.Fatal(err)
+	}
+	objs, _, err := decodeTranslate(&r.request, r.endpoints)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := objs.EndpointSlices[0].Endpoints; len(got) != 1 || got[0].Address != "10.9.9.9" {
+		t.Errorf("endpoints after the second request: %+v, want the second request's one", got)
+	}
+}
+
 // TestUnmarshalRequestSplitBuffers: the codec's path decodes a request
 // that arrives in several buffers, as gRPC hands over a large one, as
 // protobuf does.
