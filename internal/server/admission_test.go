@@ -8,6 +8,7 @@ import (
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/mem"
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/proto"
@@ -215,6 +216,20 @@ func BenchmarkDecodeAmplification(b *testing.B) {
 				b.Fatal(err)
 			}
 			if _, err := service.Translate(b.Context(), &got); err != nil {
+				b.Fatal(err)
+			}
+		})
+	})
+	// The server's own path for a plainly encoded Translate request (see
+	// wireTranslateRequest); the ones above are protobuf's, which every
+	// other request takes, and so what DecodeAmplification must cover.
+	b.Run("decode+check/wire", func(b *testing.B) {
+		measure(b, func() {
+			var got wireTranslateRequest
+			if err := unmarshalRequest(mem.BufferSlice{mem.SliceBuffer(wire)}, &got); err != nil || got.endpoints == nil {
+				b.Fatalf("the direct path did not take the request: %v", err)
+			}
+			if _, _, err := decodeTranslate(&got.request, got.endpoints); err != nil {
 				b.Fatal(err)
 			}
 		})
