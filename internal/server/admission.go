@@ -130,7 +130,10 @@ func (c *admissionCodec) take(m any) admission {
 }
 
 func messageName(v any) string {
-	if r, ok := v.(*wireTranslateRequest); ok {
+	switch r := v.(type) {
+	case *wireTranslateRequest:
+		v = &r.request
+	case *wireSyncRequest:
 		v = &r.request
 	}
 	if m, ok := v.(proto.Message); ok {

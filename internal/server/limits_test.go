@@ -141,7 +141,7 @@ func TestMaxSessionBytes(t *testing.T) {
 	mirror := session.New(source.Settings{})
 	sizeOf := func(pb *tributaryv1.SyncBatch) int64 {
 		var p problems
-		b := decodeBatch(pb, &p)
+		b := decodeBatch(pb, nil, &p)
 		if p.count > 0 {
 			t.Fatalf("batch %d: %v", pb.GetId(), p.violations)
 		}

@@ -84,9 +84,14 @@ func decodeStart(start *tributaryv1.SyncStart) (source.Settings, error) {
 // and optional-field pointers: pb must not change afterwards.
 //
 // decodeBatch does not bound the batch's size: see decodeWithinLimits.
-func decodeBatch(pb *tributaryv1.SyncBatch, p *problems) *session.Batch {
+//
+// sliceEndpoints are those of the batch's EndpointSlices when the wire
+// fast path made them (each slice's an array of its own), nil when the
+// messages hold them.
+func decodeBatch(pb *tributaryv1.SyncBatch, sliceEndpoints [][]source.Endpoint, p *problems) *session.Batch {
 	upserts, deletes := pb.GetUpserts(), pb.GetDeletes()
 	d := newDecoder(upserts, "batch.upserts", ownArrays)
+	d.sliceEndpoints = sliceEndpoints
 	d.decode(upserts, p)
 	b := &session.Batch{Upserts: d.objs}
 	if len(deletes) == 0 {

@@ -36,11 +36,14 @@ import (
 func unmarshalRequest(data mem.BufferSlice, v any) error {
 	switch m := v.(type) {
 	case *wireTranslateRequest:
-		if m.decodeWire(data) {
+		if m.endpoints = decodeDirect(data, func(d *wireDecoder, b []byte) bool { return d.translateRequest(b, &m.request) }); m.endpoints != nil {
 			return nil
 		}
-		// Whatever an earlier decode into m made is not this request's.
-		m.endpoints = nil
+		return protoCodecV2.Unmarshal(data, &m.request)
+	case *wireSyncRequest:
+		if m.endpoints = decodeDirect(data, func(d *wireDecoder, b []byte) bool { return d.syncRequest(b, &m.request) }); m.endpoints != nil {
+			return nil
+		}
 		return protoCodecV2.Unmarshal(data, &m.request)
 	case *tributaryv1.TranslateRequest, *tributaryv1.SyncRequest:
 		// The decoded message holds no reference to buf (every string is
@@ -72,19 +75,32 @@ type wireTranslateRequest struct {
 	endpoints [][]source.Endpoint
 }
 
-// decodeWire reads data into r through the fast path, or reports false
-// and leaves r as it was.
-func (r *wireTranslateRequest) decodeWire(data mem.BufferSlice) bool {
+// wireSyncRequest is what a Sync stream's messages are received into
+// (see receiveOne): wireTranslateRequest's counterpart for a batch, whose
+// upserted slices' endpoints come straight from the wire.
+type wireSyncRequest struct {
+	request   tributaryv1.SyncRequest
+	endpoints [][]source.Endpoint
+}
+
+// decodeDirect reads data with read, a wireDecoder's reader of the whole
+// message, in direct mode, and returns the endpoints of the slices read,
+// in order: not nil when the fast path took data, though it may hold no
+// slice, and nil when it declined, whatever read made being left to be
+// replaced by protobuf's decoding (which resets the message first).
+func decodeDirect(data mem.BufferSlice, read func(d *wireDecoder, b []byte) bool) [][]source.Endpoint {
 	// The decoded request holds no reference to buf (every string is a
 	// copy), so buf can go back to gRPC's pool.
 	buf := data.MaterializeToBuffer(mem.DefaultBufferPool())
 	defer buf.Free()
 	d := wireDecoder{direct: true}
-	if !d.translateRequest(buf.ReadOnlyData(), &r.request) {
-		return false
+	if !read(&d, buf.ReadOnlyData()) {
+		return nil
 	}
-	r.endpoints = d.sliceEndpoints
-	return true
+	if d.sliceEndpoints == nil {
+		return [][]source.Endpoint{}
+	}
+	return d.sliceEndpoints
 }
 
 // decodeRequestWire replaces m, a TranslateRequest or a SyncRequest, with

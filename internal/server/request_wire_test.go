@@ -43,7 +43,38 @@ func FuzzDecodeRequestWire(f *testing.F) {
 		checkWireEquivalence(t, data, &tributaryv1.TranslateRequest{})
 		checkWireEquivalence(t, data, &tributaryv1.SyncRequest{})
 		checkDirectEquivalence(t, data)
+		checkDirectSyncEquivalence(t, data)
 	})
+}
+
+// checkDirectSyncEquivalence is checkDirectEquivalence for a Sync stream's
+// message: read as the server receives it, into a wireSyncRequest, a batch
+// decodes (decodeBatch) to what proto.Unmarshal's message decodes to, the
+// same objects and deletes or the same problems. It reports whether the
+// fast path took data.
+func checkDirectSyncEquivalence(t *testing.T, data []byte) bool {
+	t.Helper()
+	var want tributaryv1.SyncRequest
+	unmarshalErr := proto.Unmarshal(data, &want)
+	wire := bytes.Clone(data)
+	var got wireSyncRequest
+	if err := unmarshalRequest(mem.BufferSlice{mem.SliceBuffer(wire)}, &got); err != nil || got.endpoints == nil {
+		return false
+	}
+	clear(wire)
+	if unmarshalErr != nil {
+		t.Fatalf("the direct fast path took %x as a SyncRequest, which proto.Unmarshal refuses: %v", data, unmarshalErr)
+	}
+	var gotProblems, wantProblems problems
+	gotBatch := decodeBatch(got.request.GetBatch(), got.endpoints, &gotProblems)
+	wantBatch := decodeBatch(want.GetBatch(), nil, &wantProblems)
+	if errText(gotProblems.err()) != errText(wantProblems.err()) {
+		t.Fatalf("%x: the direct fast path decodes the batch to the error %q, want %q", data, errText(gotProblems.err()), errText(wantProblems.err()))
+	}
+	if diff := cmp.Diff(wantBatch, gotBatch); diff != "" {
+		t.Fatalf("%x: batch (-through protobuf +direct):\n%s", data, diff)
+	}
+	return true
 }
 
 // checkDirectEquivalence decodes data as the server decodes a Translate
@@ -60,7 +91,7 @@ func checkDirectEquivalence(t *testing.T, data []byte) bool {
 	// wire's bytes.
 	wire := bytes.Clone(data)
 	var got wireTranslateRequest
-	if !got.decodeWire(mem.BufferSlice{mem.SliceBuffer(wire)}) {
+	if got.endpoints = decodeDirect(mem.BufferSlice{mem.SliceBuffer(wire)}, func(d *wireDecoder, b []byte) bool { return d.translateRequest(b, &got.request) }); got.endpoints == nil {
 		return false
 	}
 	clear(wire)
@@ -136,8 +167,16 @@ func TestDecodeRequestWireTakesRealisticRequests(t *testing.T) {
 		// The direct path also takes every realistic request; of the odd
 		// ones it declines the one with an address too long (see
 		// TestDirectDeclinesWhatTheDecoderReports).
-		if _, translate := m.(*tributaryv1.TranslateRequest); translate && !checkDirectEquivalence(t, marshalWire(t, m)) && i < len(requests)-len(oddAcceptedRequests()) {
-			t.Errorf("request %d: the direct fast path declined it", i)
+		realistic := i < len(requests)-len(oddAcceptedRequests())
+		switch m.(type) {
+		case *tributaryv1.TranslateRequest:
+			if !checkDirectEquivalence(t, marshalWire(t, m)) && realistic {
+				t.Errorf("request %d: the direct fast path declined it", i)
+			}
+		case *tributaryv1.SyncRequest:
+			if !checkDirectSyncEquivalence(t, marshalWire(t, m)) && realistic {
+				t.Errorf("request %d: the direct fast path declined it", i)
+			}
 		}
 	}
 }
@@ -188,6 +227,10 @@ func TestDirectDeclinesWhatTheDecoderReports(t *testing.T) {
 			wire := marshalWire(t, req)
 			if checkDirectEquivalence(t, wire) {
 				t.Fatal("the direct fast path took the request")
+			}
+			asBatch := marshalWire(t, &tributaryv1.SyncRequest{Message: &tributaryv1.SyncRequest_Batch{Batch: &tributaryv1.SyncBatch{Upserts: req.Objects}}})
+			if checkDirectSyncEquivalence(t, asBatch) {
+				t.Fatal("the direct fast path took the request as a Sync batch")
 			}
 			if !checkWireEquivalence(t, wire, &tributaryv1.TranslateRequest{}) {
 				t.Fatal("the message-building fast path declined the request")

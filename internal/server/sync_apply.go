@@ -10,6 +10,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	tributaryv1 "github.com/tributary-dev/tributary/gen/go/tributary/v1"
+	"github.com/tributary-dev/tributary/internal/source"
 	"github.com/tributary-dev/tributary/internal/translate"
 )
 
@@ -24,9 +25,9 @@ func (s *syncCall) handle(ctx context.Context, m received) {
 		s.noteRefusal(m.err)
 		s.stopReceiving(m.err)
 	default:
-		switch msg := m.req.GetMessage().(type) {
+		switch msg := m.message().GetMessage().(type) {
 		case *tributaryv1.SyncRequest_Batch:
-			s.apply(ctx, msg.Batch)
+			s.apply(ctx, msg.Batch, m.req.endpoints)
 		case *tributaryv1.SyncRequest_Start:
 			s.stopReceiving(status.Error(codes.FailedPrecondition, "a Sync stream takes one start (SyncStart), as its first message; open a new stream for other settings"))
 		default:
@@ -54,9 +55,12 @@ func (s *syncCall) noteRefusal(err error) {
 // output too large for one answer, keeps its rejection for the sender. A
 // batch is applied whole or not at all: when ctx ends during the apply,
 // the session is left as it was and the call ends with ctx's code.
-func (s *syncCall) apply(ctx context.Context, pb *tributaryv1.SyncBatch) {
+//
+// sliceEndpoints are those of the batch's EndpointSlices when the wire
+// fast path made them, nil when the messages hold them.
+func (s *syncCall) apply(ctx context.Context, pb *tributaryv1.SyncBatch, sliceEndpoints [][]source.Endpoint) {
 	var p problems
-	b := s.decodeWithinLimits(pb, &p)
+	b := s.decodeWithinLimits(pb, sliceEndpoints, &p)
 	if p.count > 0 {
 		s.reject(pb.GetId(), &p)
 		return

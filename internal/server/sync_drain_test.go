@@ -85,19 +85,20 @@ func TestSyncDrainReadsNothingMore(t *testing.T) {
 	}
 }
 
-// panickingStream panics in its Recv number panicAt.
+// panickingStream panics in its RecvMsg number panicAt (the server
+// receives with RecvMsg, into a message type of its own).
 type panickingStream struct {
 	grpc.BidiStreamingServer[tributaryv1.SyncRequest, tributaryv1.SyncResponse]
 	recvs   *int
 	panicAt int
 }
 
-func (s panickingStream) Recv() (*tributaryv1.SyncRequest, error) {
+func (s panickingStream) RecvMsg(m any) error {
 	*s.recvs++
 	if *s.recvs == s.panicAt {
 		panic("a stream wrapper broke")
 	}
-	return s.BidiStreamingServer.Recv()
+	return s.BidiStreamingServer.RecvMsg(m)
 }
 
 // panickingService breaks the stream of its first Sync call only.

@@ -57,11 +57,11 @@ type countingStream struct {
 	service *countingService
 }
 
-func (s countingStream) Recv() (*tributaryv1.SyncRequest, error) {
+func (s countingStream) RecvMsg(m any) error {
 	if s.service.recvs.Add(1) == s.service.reachedAt {
 		close(s.service.reached)
 	}
-	return s.BidiStreamingServer.Recv()
+	return s.BidiStreamingServer.RecvMsg(m)
 }
 
 // TestSyncSlowReader: a client sends a thousand batches of endpoint churn

@@ -41,9 +41,17 @@ type receiver struct {
 // with on the handler's goroutine, where the recovery interceptor answers
 // the client and logs it, as for any handler.
 type received struct {
-	req      *tributaryv1.SyncRequest
+	req      *wireSyncRequest
 	err      error
 	panicked any
+}
+
+// message is the SyncRequest received, nil when Recv failed.
+func (m *received) message() *tributaryv1.SyncRequest {
+	if m.req == nil || m.err != nil {
+		return nil
+	}
+	return &m.req.request
 }
 
 func startReceiver(ctx context.Context, stream grpc.BidiStreamingServer[tributaryv1.SyncRequest, tributaryv1.SyncResponse]) *receiver {
@@ -81,8 +89,13 @@ func receiveOne(stream grpc.BidiStreamingServer[tributaryv1.SyncRequest, tributa
 			m = received{panicked: fmt.Sprintf("%v\n\nin the goroutine receiving Sync batches:\n%s", p, debug.Stack())}
 		}
 	}()
-	req, err := stream.Recv()
-	return received{req: req, err: err}
+	// Received as a wireSyncRequest, for the codec to read the batch's
+	// slices' endpoints straight from the wire (see wireTranslateRequest).
+	req := new(wireSyncRequest)
+	if err := stream.RecvMsg(req); err != nil {
+		return received{err: err}
+	}
+	return received{req: req}
 }
 
 // ask asks for the next message.
@@ -122,11 +135,11 @@ func (r *receiver) first(ctx context.Context, draining <-chan struct{}, timeout 
 	case m := <-r.messages:
 		r.asked = false
 		m.panicAgain()
-		return m.req, m.err
+		return m.message(), m.err
 	case <-r.stopped:
 		if m, ok := r.wait(); ok {
 			m.panicAgain()
-			return m.req, m.err
+			return m.message(), m.err
 		}
 		return nil, status.FromContextError(ctx.Err()).Err()
 	case <-draining:

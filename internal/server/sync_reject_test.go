@@ -116,7 +116,7 @@ func TestDecodeBatch(t *testing.T) {
 	}
 	pb := &tributaryv1.SyncBatch{Upserts: []*tributaryv1.KubernetesObject{slice("a", "10.0.0.1", "10.0.0.2"), slice("b", "10.0.0.3")}, Deletes: refs}
 	var p problems
-	b := decodeBatch(pb, &p)
+	b := decodeBatch(pb, nil, &p)
 	if p.count != 0 {
 		t.Fatalf("problems: %v", p.violations)
 	}
