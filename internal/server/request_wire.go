@@ -16,23 +16,25 @@ import (
 // batch) are mostly endpoints: two million of them at N=10000 × M=100.
 // protobuf-go gives each endpoint its own Endpoint, EndpointConditions,
 // three bools, an address list and an address string, seven objects the
-// garbage collector then has to scan, and that decoding was the largest
-// part of a Translate call's CPU time. The fast path below reads such a
-// request off the wire itself. For a Sync batch it builds exactly the
-// message protobuf would, giving the endpoints of each slice a few shared
-// arrays, and endpoints with the same conditions one EndpointConditions
-// message. For a Translate call it builds no endpoint messages at all:
-// each slice's endpoints come out as the source.Endpoints the decoder
-// would make of them (see wireTranslateRequest). Whatever is not the plain
-// well-formed encoding of these messages (an unknown field, a singular
-// field seen twice, which protobuf merges, a string that is not UTF-8, a
-// bool other than 0 or 1, a truncated field) makes it decline, and the
-// request is decoded by protobuf as before, with the same result or the
-// same error. FuzzDecodeRequestWire holds both forms to proto.Unmarshal
-// (and the Translate form to what the decoder then makes of it).
+// garbage collector then has to scan, and decoding them was the largest
+// part of a Translate call's CPU time, although the decoder only ever
+// reads an endpoint's first address and readiness. The fast path below
+// reads such a request off the wire itself: every other field becomes the
+// message protobuf would make, and each slice's endpoints become the
+// source.Endpoints the decoder would make of them, one array and one
+// string of first addresses per slice, with no message in between (see
+// wireTranslateRequest). Whatever is not the plain well-formed encoding of
+// these messages (an unknown field, a singular field seen twice, which
+// protobuf merges, a string that is not UTF-8, a bool other than 0 or 1, a
+// truncated field), or would be reported by the decoder (too many
+// addresses, one too long), makes it decline, and the request is decoded
+// by protobuf as before, with the same result or the same error.
+// FuzzDecodeRequestWire holds it to proto.Unmarshal followed by the
+// decoder.
 
-// unmarshalRequest decodes data into v as gRPC's proto codec does, through
-// the fast path when v is a request it knows and data is plainly encoded.
+// unmarshalRequest decodes data into v as gRPC's proto codec does, or,
+// when v is a wireTranslateRequest or a wireSyncRequest and data is
+// plainly encoded, through the fast path.
 func unmarshalRequest(data mem.BufferSlice, v any) error {
 	switch m := v.(type) {
 	case *wireTranslateRequest:
@@ -45,15 +47,6 @@ func unmarshalRequest(data mem.BufferSlice, v any) error {
 			return nil
 		}
 		return protoCodecV2.Unmarshal(data, &m.request)
-	case *tributaryv1.TranslateRequest, *tributaryv1.SyncRequest:
-		// The decoded message holds no reference to buf (every string is
-		// a copy), so buf can go back to gRPC's pool.
-		buf := data.MaterializeToBuffer(mem.DefaultBufferPool())
-		decoded := decodeRequestWire(buf.ReadOnlyData(), m.(proto.Message))
-		buf.Free()
-		if decoded {
-			return nil
-		}
 	}
 	return protoCodecV2.Unmarshal(data, v)
 }
@@ -84,7 +77,7 @@ type wireSyncRequest struct {
 }
 
 // decodeDirect reads data with read, a wireDecoder's reader of the whole
-// message, in direct mode, and returns the endpoints of the slices read,
+// message, and returns the endpoints of the slices read,
 // in order: not nil when the fast path took data, though it may hold no
 // slice, and nil when it declined, whatever read made being left to be
 // replaced by protobuf's decoding (which resets the message first).
@@ -93,7 +86,7 @@ func decodeDirect(data mem.BufferSlice, read func(d *wireDecoder, b []byte) bool
 	// copy), so buf can go back to gRPC's pool.
 	buf := data.MaterializeToBuffer(mem.DefaultBufferPool())
 	defer buf.Free()
-	d := wireDecoder{direct: true}
+	var d wireDecoder
 	if !read(&d, buf.ReadOnlyData()) {
 		return nil
 	}
@@ -103,71 +96,19 @@ func decodeDirect(data mem.BufferSlice, read func(d *wireDecoder, b []byte) bool
 	return d.sliceEndpoints
 }
 
-// decodeRequestWire replaces m, a TranslateRequest or a SyncRequest, with
-// the message b encodes, as proto.Unmarshal would, or reports false and
-// leaves m alone when b is not the plain encoding the fast path reads.
-func decodeRequestWire(b []byte, m proto.Message) bool {
-	var d wireDecoder
-	switch m := m.(type) {
-	case *tributaryv1.TranslateRequest:
-		return d.translateRequest(b, m)
-	case *tributaryv1.SyncRequest:
-		return d.syncRequest(b, m)
-	}
-	return false
-}
-
 // wireDecoder is the fast path's scratch space for one request: the
-// endpoints of the slice being read, kept from one slice to the next.
+// endpoints of the slice being read, kept from one slice to the next, and
+// what it made of each slice's.
 type wireDecoder struct {
 	endpoints []endpointOnWire
-	// addresses are every address of the slice's endpoints, in order (when
-	// direct, the first of each endpoint only); they point into the wire's
-	// bytes.
+	// addresses are the first address of each of the slice's endpoints
+	// that has one, in order; they point into the wire's bytes.
 	addresses [][]byte
-	// conditions holds one EndpointConditions message for each distinct
-	// set of conditions the request's endpoints carry (see
-	// sharedConditions).
-	conditions []sharedConditions
-	// direct makes each EndpointSlice's endpoints source.Endpoints,
-	// appended to sliceEndpoints, instead of messages (see
-	// wireTranslateRequest). It declines what the decoder would report
-	// (too many addresses, one too long), so that protobuf and the decoder
-	// report it as before.
-	direct         bool
+	// sliceEndpoints are the endpoints of each slice read, in order, as
+	// the decoder makes them from messages (see sourceEndpoints). The fast
+	// path declines what the decoder would report (too many addresses,
+	// one too long), so that protobuf and the decoder report it as before.
 	sliceEndpoints [][]source.Endpoint
-}
-
-// sharedConditions is the one EndpointConditions message every endpoint
-// of a request with the same conditions points to. Nearly every endpoint
-// reads ready, serving and not terminating: a message of its own each
-// would be two million messages and their bools at N=10000 × M=100, for
-// the garbage collector to scan, and nothing ever changes a decoded
-// request, which the decoder only reads (proto.Equal and proto.Marshal
-// see no difference).
-type sharedConditions struct {
-	read    conditionsOnWire
-	message *tributaryv1.EndpointConditions
-}
-
-// conditionsFor returns the EndpointConditions message for c, made the
-// first time such conditions are read. There are at most 27 distinct ones
-// (each of three fields unset, false or true), and a request
-// nearly always holds one or two: a look through the list is enough.
-func (d *wireDecoder) conditionsFor(c conditionsOnWire) *tributaryv1.EndpointConditions {
-	for i := range d.conditions {
-		if d.conditions[i].read == c {
-			return d.conditions[i].message
-		}
-	}
-	m := new(tributaryv1.EndpointConditions)
-	for j, field := range [3]**bool{&m.Ready, &m.Serving, &m.Terminating} {
-		if c.set[j] {
-			*field = proto.Bool(c.value[j])
-		}
-	}
-	d.conditions = append(d.conditions, sharedConditions{read: c, message: m})
-	return m
 }
 
 func (d *wireDecoder) translateRequest(b []byte, m *tributaryv1.TranslateRequest) bool {
@@ -303,8 +244,8 @@ func (d *wireDecoder) object(b []byte) *tributaryv1.KubernetesObject {
 }
 
 // endpointOnWire is one endpoint of a slice as read from the wire: how
-// many addresses it has (they follow those of the endpoints before it in
-// the slice's list) and its conditions.
+// many addresses it has (the first is in the decoder's addresses) and its
+// conditions.
 type endpointOnWire struct {
 	addresses  int
 	conditions conditionsOnWire
@@ -353,11 +294,7 @@ func (d *wireDecoder) endpointSlice(b []byte) *tributaryv1.EndpointSlice {
 			return nil
 		}
 	}
-	if d.direct {
-		d.sliceEndpoints = append(d.sliceEndpoints, d.sourceEndpoints())
-		return slice
-	}
-	slice.Endpoints = d.buildEndpoints()
+	d.sliceEndpoints = append(d.sliceEndpoints, d.sourceEndpoints())
 	return slice
 }
 
@@ -470,13 +407,13 @@ func (d *wireDecoder) address(a []byte, e *endpointOnWire) bool {
 	if !utf8.Valid(a) {
 		return false
 	}
-	if d.direct && (e.addresses == maxEndpointAddresses || len(a) > addressLimit.max) {
+	if e.addresses == maxEndpointAddresses || len(a) > addressLimit.max {
 		return false
 	}
-	// The direct path keeps an endpoint's first address only: the rest are
-	// counted and checked, never used, and an endpoint of a hundred empty
-	// addresses would otherwise cost a reference each.
-	if !d.direct || e.addresses == 0 {
+	// Only an endpoint's first address is kept: the rest are counted and
+	// checked, never used, and an endpoint of a hundred empty addresses
+	// would otherwise cost a reference each.
+	if e.addresses == 0 {
 		d.addresses = append(d.addresses, a)
 	}
 	e.addresses++
@@ -508,55 +445,6 @@ func conditionsWire(b []byte, c *conditionsOnWire) bool {
 		c.set[i] = true
 	}
 	return true
-}
-
-// buildEndpoints makes the messages of the slice's endpoints, read from
-// the wire, in one array of each type: the endpoints, their address lists,
-// and one string holding all their addresses, each address a part of it.
-// Their conditions are shared (see sharedConditions).
-func (d *wireDecoder) buildEndpoints() []*tributaryv1.Endpoint {
-	read, addresses := d.endpoints, d.addresses
-	if len(read) == 0 {
-		return nil
-	}
-	addressBytes := 0
-	for _, a := range addresses {
-		addressBytes += len(a)
-	}
-	// A copy of the wire's bytes: the wire's buffer goes back to gRPC.
-	var joined strings.Builder
-	joined.Grow(addressBytes)
-	for _, a := range addresses {
-		joined.Write(a)
-	}
-	all := joined.String()
-
-	var (
-		endpoints   = make([]tributaryv1.Endpoint, len(read))
-		pointers    = make([]*tributaryv1.Endpoint, len(read))
-		addressList = make([]string, len(addresses))
-		nextAddress int
-		nextByte    int
-	)
-	for i, a := range addresses {
-		addressList[i] = all[nextByte : nextByte+len(a)]
-		nextByte += len(a)
-	}
-	for i, e := range read {
-		endpoint := &endpoints[i]
-		if e.addresses > 0 {
-			// Capacity ends with the endpoint's own addresses: an append
-			// to one list cannot write into the next.
-			end := nextAddress + e.addresses
-			endpoint.Addresses = addressList[nextAddress:end:end]
-			nextAddress = end
-		}
-		if e.conditions.present {
-			endpoint.Conditions = d.conditionsFor(e.conditions)
-		}
-		pointers[i] = endpoint
-	}
-	return pointers
 }
 
 // sourceEndpoints makes the slice's endpoints, read from the wire, as the

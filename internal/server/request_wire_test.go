@@ -24,10 +24,11 @@ import (
 	"github.com/tributary-dev/tributary/internal/workload"
 )
 
-// FuzzDecodeRequestWire holds the fast path to proto.Unmarshal: for any
-// bytes, read as a TranslateRequest and as a SyncRequest, it either
-// declines or builds the message proto.Unmarshal builds, and it never
-// accepts bytes proto.Unmarshal refuses.
+// FuzzDecodeRequestWire holds the fast path to protobuf: any bytes, read
+// as a Translate call's request and as a Sync stream's message, decode to
+// what proto.Unmarshal and the decoder make of them (the same objects and
+// settings, the same batch, the same problems or the same error), whether
+// the fast path took them or left them to protobuf.
 func FuzzDecodeRequestWire(f *testing.F) {
 	for _, m := range realisticRequests(f) {
 		f.Add(marshalWire(f, m))
@@ -40,144 +41,134 @@ func FuzzDecodeRequestWire(f *testing.F) {
 		f.Add(c.wire)
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
-		checkWireEquivalence(t, data, &tributaryv1.TranslateRequest{})
-		checkWireEquivalence(t, data, &tributaryv1.SyncRequest{})
 		checkDirectEquivalence(t, data)
 		checkDirectSyncEquivalence(t, data)
 	})
 }
 
+// splitBuffers copies data into three buffers, as gRPC hands over a large
+// message, and returns them and a function that overwrites them: nothing
+// decoded may point into them, since gRPC reuses them.
+func splitBuffers(data []byte) (mem.BufferSlice, func()) {
+	third := len(data) / 3
+	parts := [][]byte{bytes.Clone(data[:third]), bytes.Clone(data[third : 2*third]), bytes.Clone(data[2*third:])}
+	bufs := make(mem.BufferSlice, len(parts))
+	for i, part := range parts {
+		bufs[i] = mem.SliceBuffer(part)
+	}
+	return bufs, func() {
+		for _, part := range parts {
+			clear(part)
+		}
+	}
+}
+
+// staleWire is a request that the fast path takes, decoded into a message
+// before the bytes under test: nothing of it may survive their decoding.
+func staleWire(t *testing.T) []byte {
+	t.Helper()
+	return marshalWire(t, &tributaryv1.TranslateRequest{Settings: &tributaryv1.Settings{XdsClusterName: "stale"}, Objects: oddEndpointsRequest().GetObjects(), IncludeJson: true})
+}
+
+// checkDirectEquivalence decodes data as the server decodes a Translate
+// call's request, through the codec's path into a wireTranslateRequest
+// that held another request, from split buffers; and wants what protobuf
+// gives: the same error, or what decodeRequest makes of proto.Unmarshal's
+// message (the same objects and settings, or the same error). It reports
+// whether the fast path took data.
+func checkDirectEquivalence(t *testing.T, data []byte) bool {
+	t.Helper()
+	var want tributaryv1.TranslateRequest
+	wantErr := protoCodecV2.Unmarshal(mem.BufferSlice{mem.SliceBuffer(bytes.Clone(data))}, &want)
+	var got wireTranslateRequest
+	if err := unmarshalRequest(mem.BufferSlice{mem.SliceBuffer(staleWire(t))}, &got); err != nil || got.endpoints == nil {
+		t.Fatalf("the stale request was not taken: %v", err)
+	}
+	bufs, overwrite := splitBuffers(data)
+	gotErr := unmarshalRequest(bufs, &got)
+	overwrite()
+	if errText(gotErr) != errText(wantErr) {
+		t.Fatalf("%x as a TranslateRequest: error %q, want %q", data, errText(gotErr), errText(wantErr))
+	}
+	if wantErr != nil {
+		return false
+	}
+	gotObjs, gotSettings, gotDecodeErr := decodeTranslate(&got.request, got.endpoints)
+	wantObjs, wantSettings, wantDecodeErr := decodeRequest(&want)
+	if errText(gotDecodeErr) != errText(wantDecodeErr) {
+		t.Fatalf("%x: decodes to the error %q, want %q", data, errText(gotDecodeErr), errText(wantDecodeErr))
+	}
+	if diff := cmp.Diff(wantSettings, gotSettings); diff != "" {
+		t.Fatalf("%x: settings (-through protobuf +through the codec):\n%s", data, diff)
+	}
+	if diff := cmp.Diff(wantObjs, gotObjs); diff != "" {
+		t.Fatalf("%x: objects (-through protobuf +through the codec):\n%s", data, diff)
+	}
+	if got.request.GetIncludeJson() != want.GetIncludeJson() {
+		t.Fatalf("%x: include_json %v, want %v", data, got.request.GetIncludeJson(), want.GetIncludeJson())
+	}
+	return got.endpoints != nil
+}
+
 // checkDirectSyncEquivalence is checkDirectEquivalence for a Sync stream's
-// message: read as the server receives it, into a wireSyncRequest, a batch
-// decodes (decodeBatch) to what proto.Unmarshal's message decodes to, the
-// same objects and deletes or the same problems. It reports whether the
-// fast path took data.
+// message, received into a wireSyncRequest: the same error, or the same
+// start, or a batch that decodeBatch makes the same objects and deletes or
+// the same problems of.
 func checkDirectSyncEquivalence(t *testing.T, data []byte) bool {
 	t.Helper()
 	var want tributaryv1.SyncRequest
-	unmarshalErr := proto.Unmarshal(data, &want)
-	wire := bytes.Clone(data)
+	wantErr := protoCodecV2.Unmarshal(mem.BufferSlice{mem.SliceBuffer(bytes.Clone(data))}, &want)
 	var got wireSyncRequest
-	if err := unmarshalRequest(mem.BufferSlice{mem.SliceBuffer(wire)}, &got); err != nil || got.endpoints == nil {
+	stale := marshalWire(t, &tributaryv1.SyncRequest{Message: &tributaryv1.SyncRequest_Batch{Batch: &tributaryv1.SyncBatch{Id: 7, Upserts: oddEndpointsRequest().GetObjects()}}})
+	if err := unmarshalRequest(mem.BufferSlice{mem.SliceBuffer(stale)}, &got); err != nil || got.endpoints == nil {
+		t.Fatalf("the stale batch was not taken: %v", err)
+	}
+	bufs, overwrite := splitBuffers(data)
+	gotErr := unmarshalRequest(bufs, &got)
+	overwrite()
+	if errText(gotErr) != errText(wantErr) {
+		t.Fatalf("%x as a SyncRequest: error %q, want %q", data, errText(gotErr), errText(wantErr))
+	}
+	if wantErr != nil {
 		return false
 	}
-	clear(wire)
-	if unmarshalErr != nil {
-		t.Fatalf("the direct fast path took %x as a SyncRequest, which proto.Unmarshal refuses: %v", data, unmarshalErr)
+	if diff := cmp.Diff(want.GetStart(), got.request.GetStart(), protocmp.Transform()); diff != "" {
+		t.Fatalf("%x: start (-through protobuf +through the codec):\n%s", data, diff)
+	}
+	if (want.GetBatch() == nil) != (got.request.GetBatch() == nil) || want.GetBatch().GetId() != got.request.GetBatch().GetId() {
+		t.Fatalf("%x: batch %v, want %v", data, got.request.GetBatch(), want.GetBatch())
 	}
 	var gotProblems, wantProblems problems
 	gotBatch := decodeBatch(got.request.GetBatch(), got.endpoints, &gotProblems)
 	wantBatch := decodeBatch(want.GetBatch(), nil, &wantProblems)
 	if errText(gotProblems.err()) != errText(wantProblems.err()) {
-		t.Fatalf("%x: the direct fast path decodes the batch to the error %q, want %q", data, errText(gotProblems.err()), errText(wantProblems.err()))
+		t.Fatalf("%x: the batch decodes to the error %q, want %q", data, errText(gotProblems.err()), errText(wantProblems.err()))
 	}
 	if diff := cmp.Diff(wantBatch, gotBatch); diff != "" {
-		t.Fatalf("%x: batch (-through protobuf +direct):\n%s", data, diff)
+		t.Fatalf("%x: batch (-through protobuf +through the codec):\n%s", data, diff)
 	}
-	return true
-}
-
-// checkDirectEquivalence decodes data as the server decodes a Translate
-// call's request, through the fast path into a wireTranslateRequest whose
-// slices' endpoints are made straight from the wire, and checks that it
-// declined or that decodeTranslate makes of it exactly what decodeRequest
-// makes of proto.Unmarshal's message: the same objects and settings, or
-// the same error. It reports whether the fast path took data.
-func checkDirectEquivalence(t *testing.T, data []byte) bool {
-	t.Helper()
-	var want tributaryv1.TranslateRequest
-	unmarshalErr := proto.Unmarshal(data, &want)
-	// As in checkWireEquivalence: nothing decoded may point into the
-	// wire's bytes.
-	wire := bytes.Clone(data)
-	var got wireTranslateRequest
-	if got.endpoints = decodeDirect(mem.BufferSlice{mem.SliceBuffer(wire)}, func(d *wireDecoder, b []byte) bool { return d.translateRequest(b, &got.request) }); got.endpoints == nil {
-		return false
-	}
-	clear(wire)
-	if unmarshalErr != nil {
-		t.Fatalf("the direct fast path took %x, which proto.Unmarshal refuses: %v", data, unmarshalErr)
-	}
-	gotObjs, gotSettings, gotErr := decodeTranslate(&got.request, got.endpoints)
-	wantObjs, wantSettings, wantErr := decodeRequest(&want)
-	if errText(gotErr) != errText(wantErr) {
-		t.Fatalf("%x: the direct fast path decodes to the error %q, want %q", data, errText(gotErr), errText(wantErr))
-	}
-	if diff := cmp.Diff(wantSettings, gotSettings); diff != "" {
-		t.Fatalf("%x: settings (-through protobuf +direct):\n%s", data, diff)
-	}
-	if diff := cmp.Diff(wantObjs, gotObjs); diff != "" {
-		t.Fatalf("%x: objects (-through protobuf +direct):\n%s", data, diff)
-	}
-	return true
-}
-
-// checkWireEquivalence decodes data with the fast path into a message of
-// want's type that already holds something (the fast path must replace it,
-// as proto.Unmarshal does), and checks that it declined or built what
-// proto.Unmarshal builds from data into want. It reports whether the fast
-// path took data.
-func checkWireEquivalence(t *testing.T, data []byte, want proto.Message) bool {
-	t.Helper()
-	wantErr := proto.Unmarshal(data, want)
-	got := staleMessage(want)
-	// The fast path reads a copy, which is then overwritten: the message
-	// must not point into the wire's bytes, which gRPC reuses.
-	wire := bytes.Clone(data)
-	if !decodeRequestWire(wire, got) {
-		return false
-	}
-	clear(wire)
-	if wantErr != nil {
-		t.Fatalf("the fast path took %x, which proto.Unmarshal refuses: %v", data, wantErr)
-	}
-	if !proto.Equal(got, want) {
-		t.Fatalf("the fast path decoded %x differently from proto.Unmarshal (-proto.Unmarshal +fast path):\n%s",
-			data, cmp.Diff(want, got, protocmp.Transform()))
-	}
-	return true
-}
-
-// staleMessage is a message of m's type holding fields that no decoding
-// of other bytes may keep.
-func staleMessage(m proto.Message) proto.Message {
-	switch m.(type) {
-	case *tributaryv1.TranslateRequest:
-		return &tributaryv1.TranslateRequest{
-			Settings:    &tributaryv1.Settings{XdsClusterName: "stale"},
-			Objects:     []*tributaryv1.KubernetesObject{serviceObject(meta("ns", "stale"))},
-			IncludeJson: true,
-		}
-	case *tributaryv1.SyncRequest:
-		return &tributaryv1.SyncRequest{Message: &tributaryv1.SyncRequest_Start{Start: &tributaryv1.SyncStart{IncludeJson: true}}}
-	}
-	panic("no stale message for " + messageName(m))
+	return got.endpoints != nil
 }
 
 // TestDecodeRequestWireTakesRealisticRequests: the fast path decodes the
-// requests clients send, the standard workload's and generated ones, and
-// the well-formed odd ones, instead of leaving them to protobuf.
+// requests clients send, the standard workload's and generated ones,
+// instead of leaving them to protobuf; the well-formed odd ones decode as
+// protobuf decodes them, whichever path they take (it declines the one
+// with an address too long: see TestDirectDeclinesWhatTheDecoderReports).
 func TestDecodeRequestWireTakesRealisticRequests(t *testing.T) {
-	requests := append(realisticRequests(t), oddAcceptedRequests()...)
-	for i, m := range requests {
-		empty := m.ProtoReflect().New().Interface()
-		if !checkWireEquivalence(t, marshalWire(t, m), empty) {
+	check := func(m proto.Message) bool {
+		if _, sync := m.(*tributaryv1.SyncRequest); sync {
+			return checkDirectSyncEquivalence(t, marshalWire(t, m))
+		}
+		return checkDirectEquivalence(t, marshalWire(t, m))
+	}
+	for i, m := range realisticRequests(t) {
+		if !check(m) {
 			t.Errorf("request %d (%s): the fast path declined it", i, messageName(m))
 		}
-		// The direct path also takes every realistic request; of the odd
-		// ones it declines the one with an address too long (see
-		// TestDirectDeclinesWhatTheDecoderReports).
-		realistic := i < len(requests)-len(oddAcceptedRequests())
-		switch m.(type) {
-		case *tributaryv1.TranslateRequest:
-			if !checkDirectEquivalence(t, marshalWire(t, m)) && realistic {
-				t.Errorf("request %d: the direct fast path declined it", i)
-			}
-		case *tributaryv1.SyncRequest:
-			if !checkDirectSyncEquivalence(t, marshalWire(t, m)) && realistic {
-				t.Errorf("request %d: the direct fast path declined it", i)
-			}
-		}
+	}
+	for _, m := range oddAcceptedRequests() {
+		check(m)
 	}
 }
 
@@ -188,17 +179,16 @@ func TestDecodeRequestWireDeclinesOddEncodings(t *testing.T) {
 	translate, sync := declinedRequests(t)
 	for _, cases := range []struct {
 		cases []declinedCase
-		as    func() proto.Message
+		check func(*testing.T, []byte) bool
 	}{
-		{translate, func() proto.Message { return &tributaryv1.TranslateRequest{} }},
-		{sync, func() proto.Message { return &tributaryv1.SyncRequest{} }},
+		{translate, checkDirectEquivalence},
+		{sync, checkDirectSyncEquivalence},
 	} {
 		for _, c := range cases.cases {
 			t.Run(c.name, func(t *testing.T) {
-				if checkWireEquivalence(t, c.wire, cases.as()) {
-					t.Errorf("the fast path took %x as a %s", c.wire, messageName(cases.as()))
+				if cases.check(t, c.wire) {
+					t.Errorf("the fast path took %x", c.wire)
 				}
-				checkUnmarshalRequest(t, c.wire, cases.as)
 			})
 		}
 	}
@@ -206,8 +196,8 @@ func TestDecodeRequestWireDeclinesOddEncodings(t *testing.T) {
 
 // TestDirectDeclinesWhatTheDecoderReports: an endpoint with more addresses
 // than Kubernetes allows, or an address too long, is left to protobuf by
-// the direct fast path (the message-building one takes it), so that the
-// decoder reports it as it always has, field and all.
+// the fast path, so that the decoder reports it as it always has, field
+// and all.
 func TestDirectDeclinesWhatTheDecoderReports(t *testing.T) {
 	many := make([]string, maxEndpointAddresses+1)
 	for i := range many {
@@ -231,9 +221,6 @@ func TestDirectDeclinesWhatTheDecoderReports(t *testing.T) {
 			asBatch := marshalWire(t, &tributaryv1.SyncRequest{Message: &tributaryv1.SyncRequest_Batch{Batch: &tributaryv1.SyncBatch{Upserts: req.Objects}}})
 			if checkDirectSyncEquivalence(t, asBatch) {
 				t.Fatal("the direct fast path took the request as a Sync batch")
-			}
-			if !checkWireEquivalence(t, wire, &tributaryv1.TranslateRequest{}) {
-				t.Fatal("the message-building fast path declined the request")
 			}
 			conn := dialBufconn(t, NewGRPCServer(quietOptions()))
 			_, err := tributaryv1.NewTranslationServiceClient(conn).Translate(t.Context(), req)
@@ -270,39 +257,6 @@ func TestDirectDecodeIntoUsedRequest(t *testing.T) {
 	}
 }
 
-// TestUnmarshalRequestSplitBuffers: the codec's path decodes a request
-// that arrives in several buffers, as gRPC hands over a large one, as
-// protobuf does.
-func TestUnmarshalRequestSplitBuffers(t *testing.T) {
-	for _, m := range append(realisticRequests(t), oddAcceptedRequests()...) {
-		empty := func() proto.Message { return m.ProtoReflect().New().Interface() }
-		checkUnmarshalRequest(t, marshalWire(t, m), empty)
-	}
-}
-
-// checkUnmarshalRequest decodes wire, split in three buffers, through
-// unmarshalRequest and through gRPC's proto codec, and wants the same
-// message or the same error.
-func checkUnmarshalRequest(t *testing.T, wire []byte, fresh func() proto.Message) {
-	t.Helper()
-	split := func() mem.BufferSlice {
-		third := len(wire) / 3
-		return mem.BufferSlice{
-			mem.SliceBuffer(bytes.Clone(wire[:third])),
-			mem.SliceBuffer(bytes.Clone(wire[third : 2*third])),
-			mem.SliceBuffer(bytes.Clone(wire[2*third:])),
-		}
-	}
-	got, want := fresh(), fresh()
-	gotErr, wantErr := unmarshalRequest(split(), got), protoCodecV2.Unmarshal(split(), want)
-	if errText(gotErr) != errText(wantErr) {
-		t.Fatalf("%x as %s: error %q, want %q", wire, messageName(got), errText(gotErr), errText(wantErr))
-	}
-	if wantErr == nil && !proto.Equal(got, want) {
-		t.Fatalf("%x as %s (-want +got):\n%s", wire, messageName(got), cmp.Diff(want, got, protocmp.Transform()))
-	}
-}
-
 func errText(err error) string {
 	if err == nil {
 		return ""
@@ -317,10 +271,10 @@ func errText(err error) string {
 func TestTranslateOddEndpointsAsBefore(t *testing.T) {
 	fast := marshalWire(t, oddEndpointsRequest())
 	viaProtobuf := protowire.AppendBytes(protowire.AppendTag(bytes.Clone(fast), 99, protowire.BytesType), []byte("ignored"))
-	if !decodeRequestWire(fast, &tributaryv1.TranslateRequest{}) {
+	if !checkDirectEquivalence(t, fast) {
 		t.Fatal("the fast path declined the request")
 	}
-	if decodeRequestWire(viaProtobuf, &tributaryv1.TranslateRequest{}) {
+	if checkDirectEquivalence(t, viaProtobuf) {
 		t.Fatal("the fast path took the request with an unknown field")
 	}
 	conn := dialBufconn(t, NewGRPCServer(quietOptions()))
@@ -525,16 +479,18 @@ func BenchmarkUnmarshalRequest(b *testing.B) {
 	for _, size := range []struct{ n, m int }{{10000, 100}, {10000, 10}} {
 		wire := marshalWire(b, &tributaryv1.TranslateRequest{Objects: standardObjects(workload.Standard(size.n, size.m))})
 		for _, decoder := range []struct {
-			name      string
-			unmarshal func(mem.BufferSlice, any) error
-		}{{"protobuf", protoCodecV2.Unmarshal}, {"wire", unmarshalRequest}} {
+			name string
+			into func() any
+		}{
+			{"protobuf", func() any { return new(tributaryv1.TranslateRequest) }},
+			{"wire", func() any { return new(wireTranslateRequest) }},
+		} {
 			b.Run(fmt.Sprintf("N=%d/M=%d/%s", size.n, size.m, decoder.name), func(b *testing.B) {
 				b.ReportAllocs()
 				cpu, ops := cputime.OfProcess(), 0
 				for b.Loop() {
 					ops++
-					var req tributaryv1.TranslateRequest
-					if err := decoder.unmarshal(mem.BufferSlice{mem.SliceBuffer(wire)}, &req); err != nil {
+					if err := unmarshalRequest(mem.BufferSlice{mem.SliceBuffer(wire)}, decoder.into()); err != nil {
 						b.Fatal(err)
 					}
 				}
