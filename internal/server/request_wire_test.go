@@ -70,6 +70,26 @@ func staleWire(t *testing.T) []byte {
 	return marshalWire(t, &tributaryv1.TranslateRequest{Settings: &tributaryv1.Settings{XdsClusterName: "stale"}, Objects: oddEndpointsRequest().GetObjects(), IncludeJson: true})
 }
 
+// decodeBothWays decodes data with gRPC's proto codec into want, and
+// through the server's codec path into got, first given stale (which the
+// fast path must take, as taken says) and then data from split buffers;
+// it fails the test unless both give the same error, and reports whether
+// they decoded data.
+func decodeBothWays(t *testing.T, data, stale []byte, want proto.Message, got any, taken func() bool) bool {
+	t.Helper()
+	wantErr := protoCodecV2.Unmarshal(mem.BufferSlice{mem.SliceBuffer(bytes.Clone(data))}, want)
+	if err := unmarshalRequest(mem.BufferSlice{mem.SliceBuffer(stale)}, got); err != nil || !taken() {
+		t.Fatalf("the fast path did not take the stale message: %v", err)
+	}
+	bufs, overwrite := splitBuffers(data)
+	gotErr := unmarshalRequest(bufs, got)
+	overwrite()
+	if errText(gotErr) != errText(wantErr) {
+		t.Fatalf("%x as a %s: error %q, want %q", data, messageName(want), errText(gotErr), errText(wantErr))
+	}
+	return wantErr == nil
+}
+
 // checkDirectEquivalence decodes data as the server decodes a Translate
 // call's request, through the codec's path into a wireTranslateRequest
 // that held another request, from split buffers; and wants what protobuf
@@ -79,18 +99,8 @@ func staleWire(t *testing.T) []byte {
 func checkDirectEquivalence(t *testing.T, data []byte) bool {
 	t.Helper()
 	var want tributaryv1.TranslateRequest
-	wantErr := protoCodecV2.Unmarshal(mem.BufferSlice{mem.SliceBuffer(bytes.Clone(data))}, &want)
 	var got wireTranslateRequest
-	if err := unmarshalRequest(mem.BufferSlice{mem.SliceBuffer(staleWire(t))}, &got); err != nil || got.endpoints == nil {
-		t.Fatalf("the stale request was not taken: %v", err)
-	}
-	bufs, overwrite := splitBuffers(data)
-	gotErr := unmarshalRequest(bufs, &got)
-	overwrite()
-	if errText(gotErr) != errText(wantErr) {
-		t.Fatalf("%x as a TranslateRequest: error %q, want %q", data, errText(gotErr), errText(wantErr))
-	}
-	if wantErr != nil {
+	if !decodeBothWays(t, data, staleWire(t), &want, &got, func() bool { return got.endpoints != nil }) {
 		return false
 	}
 	gotObjs, gotSettings, gotDecodeErr := decodeTranslate(&got.request, got.endpoints)
@@ -117,19 +127,9 @@ func checkDirectEquivalence(t *testing.T, data []byte) bool {
 func checkDirectSyncEquivalence(t *testing.T, data []byte) bool {
 	t.Helper()
 	var want tributaryv1.SyncRequest
-	wantErr := protoCodecV2.Unmarshal(mem.BufferSlice{mem.SliceBuffer(bytes.Clone(data))}, &want)
 	var got wireSyncRequest
 	stale := marshalWire(t, &tributaryv1.SyncRequest{Message: &tributaryv1.SyncRequest_Batch{Batch: &tributaryv1.SyncBatch{Id: 7, Upserts: oddEndpointsRequest().GetObjects()}}})
-	if err := unmarshalRequest(mem.BufferSlice{mem.SliceBuffer(stale)}, &got); err != nil || got.endpoints == nil {
-		t.Fatalf("the stale batch was not taken: %v", err)
-	}
-	bufs, overwrite := splitBuffers(data)
-	gotErr := unmarshalRequest(bufs, &got)
-	overwrite()
-	if errText(gotErr) != errText(wantErr) {
-		t.Fatalf("%x as a SyncRequest: error %q, want %q", data, errText(gotErr), errText(wantErr))
-	}
-	if wantErr != nil {
+	if !decodeBothWays(t, data, stale, &want, &got, func() bool { return got.endpoints != nil }) {
 		return false
 	}
 	if diff := cmp.Diff(want.GetStart(), got.request.GetStart(), protocmp.Transform()); diff != "" {
