@@ -77,10 +77,10 @@ type wireSyncRequest struct {
 }
 
 // decodeDirect reads data with read, a wireDecoder's reader of the whole
-// message, and returns the endpoints of the slices read,
-// in order: not nil when the fast path took data, though it may hold no
-// slice, and nil when it declined, whatever read made being left to be
-// replaced by protobuf's decoding (which resets the message first).
+// message, and returns the endpoints of the slices read, in order: not nil
+// when the fast path took data, though it may hold no slice, and nil when
+// it declined, whatever read made being left to be replaced by protobuf's
+// decoding (which resets the message first).
 func decodeDirect(data mem.BufferSlice, read func(d *wireDecoder, b []byte) bool) [][]source.Endpoint {
 	// The decoded request holds no reference to buf (every string is a
 	// copy), so buf can go back to gRPC's pool.
@@ -404,10 +404,7 @@ func (d *wireDecoder) endpoint(b []byte) bool {
 
 // address takes a, the next address of e, or reports false to decline.
 func (d *wireDecoder) address(a []byte, e *endpointOnWire) bool {
-	if !utf8.Valid(a) {
-		return false
-	}
-	if e.addresses == maxEndpointAddresses || len(a) > addressLimit.max {
+	if e.addresses == maxEndpointAddresses || len(a) > addressLimit.max || !utf8.Valid(a) {
 		return false
 	}
 	// Only an endpoint's first address is kept: the rest are counted and

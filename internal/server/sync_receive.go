@@ -46,9 +46,10 @@ type received struct {
 	panicked any
 }
 
-// message is the SyncRequest received, nil when Recv failed.
+// message is the SyncRequest received, nil when Recv failed (receiveOne
+// then keeps no request).
 func (m *received) message() *tributaryv1.SyncRequest {
-	if m.req == nil || m.err != nil {
+	if m.req == nil {
 		return nil
 	}
 	return &m.req.request
