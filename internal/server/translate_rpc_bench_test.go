@@ -60,36 +60,64 @@ func BenchmarkTranslateRPC(b *testing.B) {
 }
 
 func benchmarkTranslateRPC(b *testing.B, n, m int) {
-	// The request's bytes, built and marshalled once; the objects are
-	// then dropped, so that the heap the loop sees is the server's.
-	request := func() []byte {
-		extensionServices, services, endpointSlices := workload.APIObjects(workload.Standard(n, m))
-		objects := make([]*tributaryv1.KubernetesObject, 0, len(extensionServices)+len(services)+len(endpointSlices))
-		objects = append(append(append(objects, extensionServices...), services...), endpointSlices...)
-		wire, err := proto.Marshal(&tributaryv1.TranslateRequest{Objects: objects})
-		if err != nil {
-			b.Fatal(err)
-		}
-		return wire
-	}()
-	runtime.GC()
-
+	request := translateRPCRequest(b, n, m)
 	conn := dialTranslateRPC(b, quietOptions())
-	// A hang fails the call instead of the benchmark blocking for good; a
-	// call takes well under a second on an idle machine.
-	const callTimeout = 2 * time.Minute
-	call := func(reply any, codec grpc.CallOption) {
-		ctx, cancel := context.WithTimeout(b.Context(), callTimeout)
-		defer cancel()
-		if err := conn.Invoke(ctx, tributaryv1.TranslationService_Translate_FullMethodName, request, reply, codec); err != nil {
-			b.Fatal(err)
-		}
-	}
+	responseSize := len(translateRPCResponse(b, conn, request, n))
+	runtime.GC()
+	measureRPC(b, conn, request, responseSize)
+}
 
-	// Once, untimed: the response decoded as a client would, so that a
-	// broken setup (a refused call, an empty answer) cannot pass.
+// BenchmarkTranslateRPCTransport measures what BenchmarkTranslateRPC's
+// calls cost with no translation at all: the same request's bytes sent to
+// a gRPC server with the same message size limits, whose handler neither
+// decodes them nor builds anything, and answers with the bytes of the real
+// response, made once before timing. The client's side is the same as in
+// BenchmarkTranslateRPC. It is the floor of that benchmark's CPU time on
+// this machine, gRPC's and the kernel's share of every call: the part of
+// the RPC that no translator, however fast, removes.
+func BenchmarkTranslateRPCTransport(b *testing.B) {
+	for _, size := range []struct{ n, m int }{{10000, 100}, {10000, 10}, {1000, 100}} {
+		b.Run(fmt.Sprintf("N=%d/M=%d", size.n, size.m), func(b *testing.B) {
+			request := translateRPCRequest(b, size.n, size.m)
+			response := translateRPCResponse(b, dialTranslateRPC(b, quietOptions()), request, size.n)
+			runtime.GC()
+			echo := grpc.NewServer(grpc.ForceServerCodecV2(rawRPCCodec{}),
+				grpc.MaxRecvMsgSize(DefaultMaxMsgSize), grpc.MaxSendMsgSize(DefaultMaxMsgSize),
+				grpc.UnknownServiceHandler(func(_ any, stream grpc.ServerStream) error {
+					var got int
+					if err := stream.RecvMsg(&got); err != nil {
+						return err
+					}
+					if got != len(request) {
+						return fmt.Errorf("request of %d bytes, want %d", got, len(request))
+					}
+					return stream.SendMsg(response)
+				}))
+			measureRPC(b, serveLoopback(b, echo, DefaultMaxMsgSize), request, len(response))
+		})
+	}
+}
+
+// translateRPCRequest is the marshalled TranslateRequest of the standard
+// workload of N ExtensionServices over M endpoints per Service; the
+// objects are dropped, so that the heap the loop sees is the server's.
+func translateRPCRequest(b *testing.B, n, m int) []byte {
+	extensionServices, services, endpointSlices := workload.APIObjects(workload.Standard(n, m))
+	objects := make([]*tributaryv1.KubernetesObject, 0, len(extensionServices)+len(services)+len(endpointSlices))
+	objects = append(append(append(objects, extensionServices...), services...), endpointSlices...)
+	wire, err := proto.Marshal(&tributaryv1.TranslateRequest{Objects: objects})
+	if err != nil {
+		b.Fatal(err)
+	}
+	return wire
+}
+
+// translateRPCResponse calls Translate once, untimed, and returns the
+// response's bytes, decoded once as a client would so that a broken setup
+// (a refused call, an empty answer) cannot pass.
+func translateRPCResponse(b *testing.B, conn *grpc.ClientConn, request []byte, n int) []byte {
 	var response []byte
-	call(&response, grpc.ForceCodecV2(grpctest.RawCodec{}))
+	invokeRPC(b, conn, request, &response, grpc.ForceCodecV2(grpctest.RawCodec{}))
 	var decoded tributaryv1.TranslateResponse
 	if err := proto.Unmarshal(response, &decoded); err != nil {
 		b.Fatal(err)
@@ -98,16 +126,31 @@ func benchmarkTranslateRPC(b *testing.B, n, m int) {
 		b.Fatalf("got %d Clusters, %d CLAs, %d statuses; want %d of each",
 			len(decoded.GetClusters()), len(decoded.GetClusterLoadAssignments()), len(decoded.GetStatuses()), n)
 	}
-	responseSize := len(response)
-	response, decoded = nil, tributaryv1.TranslateResponse{}
-	runtime.GC()
+	return response
+}
 
+// invokeRPC makes one Translate call on conn. A hang fails the call instead
+// of the benchmark blocking for good; a call takes well under a second on
+// an idle machine.
+func invokeRPC(b *testing.B, conn *grpc.ClientConn, request []byte, reply any, codec grpc.CallOption) {
+	ctx, cancel := context.WithTimeout(b.Context(), 2*time.Minute)
+	defer cancel()
+	if err := conn.Invoke(ctx, tributaryv1.TranslationService_Translate_FullMethodName, request, reply, codec); err != nil {
+		b.Fatal(err)
+	}
+}
+
+// measureRPC times calls of request on conn, each answer counted, not
+// decoded (rawRPCCodec), and checked to be responseSize bytes long; it
+// reports the process's CPU time per call (every thread, the garbage
+// collector's included) and both messages' sizes.
+func measureRPC(b *testing.B, conn *grpc.ClientConn, request []byte, responseSize int) {
 	b.ReportAllocs()
 	cpu, ops := cputime.OfProcess(), 0
 	for b.Loop() {
 		ops++
 		var got int
-		call(&got, grpc.ForceCodecV2(rawRPCCodec{}))
+		invokeRPC(b, conn, request, &got, grpc.ForceCodecV2(rawRPCCodec{}))
 		if got != responseSize {
 			b.Fatalf("response of %d bytes, want %d as the first time", got, responseSize)
 		}
@@ -123,13 +166,20 @@ func benchmarkTranslateRPC(b *testing.B, n, m int) {
 // client connection taking responses up to the server's own size limit;
 // both stop when the benchmark ends.
 func dialTranslateRPC(b *testing.B, opts Options) *grpc.ClientConn {
+	return serveLoopback(b, NewGRPCServer(opts), orDefault(opts.MaxSendMsgSize, DefaultMaxMsgSize))
+}
+
+// serveLoopback serves srv on 127.0.0.1 and returns a client connection
+// taking responses up to maxResponse bytes; both stop when the benchmark
+// ends.
+func serveLoopback(b *testing.B, srv *grpc.Server, maxResponse int) *grpc.ClientConn {
 	lis, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		b.Fatal(err)
 	}
-	grpctest.Serve(b, NewGRPCServer(opts), lis)
+	grpctest.Serve(b, srv, lis)
 	conn, err := grpc.NewClient(lis.Addr().String(), grpc.WithTransportCredentials(insecure.NewCredentials()),
-		grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(orDefault(opts.MaxSendMsgSize, DefaultMaxMsgSize))))
+		grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(maxResponse)))
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -141,7 +191,9 @@ func dialTranslateRPC(b *testing.B, opts Options) *grpc.ClientConn {
 // receives a message by storing its length in an *int: the response is
 // neither decoded nor copied, so the client's work stays out of the
 // benchmark's figures as far as a real connection allows. It takes the
-// name "proto", the codec the server expects.
+// name "proto", the codec the server expects. BenchmarkTranslateRPCTransport's
+// server uses it too, to take a request without decoding it and to send
+// the response's bytes as they are.
 type rawRPCCodec struct{}
 
 func (rawRPCCodec) Marshal(v any) (mem.BufferSlice, error) {
