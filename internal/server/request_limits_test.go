@@ -69,6 +69,22 @@ func TestDecodeRequestLimits(t *testing.T) {
 		field: "objects[0].endpointSlice.endpoints[0].addresses[1]",
 		msg:   `objects[0] (EndpointSlice "ns/s"): endpoints[0].addresses[1] is 254 bytes long; ` + addressLimit.why,
 	}, {
+		name: "EndpointSlice port name",
+		over: &tributaryv1.TranslateRequest{Objects: []*tributaryv1.KubernetesObject{endpointSliceObject(sliceMeta("ns", "s", "svc"),
+			[]*tributaryv1.EndpointPort{{Name: proto.String("grpc")}, {Name: proto.String(long(64))}})}},
+		at: &tributaryv1.TranslateRequest{Objects: []*tributaryv1.KubernetesObject{endpointSliceObject(sliceMeta("ns", "s", "svc"),
+			[]*tributaryv1.EndpointPort{{Name: proto.String("grpc")}, {Name: proto.String(long(63))}})}},
+		field: "objects[0].endpointSlice.ports[1].name",
+		msg:   `objects[0] (EndpointSlice "ns/s"): ports[1].name is 64 bytes long; ` + portNameLimit.why,
+	}, {
+		name: "EndpointSlice port protocol",
+		over: &tributaryv1.TranslateRequest{Objects: []*tributaryv1.KubernetesObject{endpointSliceObject(sliceMeta("ns", "s", "svc"),
+			[]*tributaryv1.EndpointPort{{Protocol: proto.String(long(33))}})}},
+		at: &tributaryv1.TranslateRequest{Objects: []*tributaryv1.KubernetesObject{endpointSliceObject(sliceMeta("ns", "s", "svc"),
+			[]*tributaryv1.EndpointPort{{Protocol: proto.String(long(32))}})}},
+		field: "objects[0].endpointSlice.ports[0].protocol",
+		msg:   `objects[0] (EndpointSlice "ns/s"): ports[0].protocol is 33 bytes long; ` + keywordLimit.why,
+	}, {
 		name: "addresses of one endpoint",
 		over: &tributaryv1.TranslateRequest{Objects: []*tributaryv1.KubernetesObject{endpointSliceObject(sliceMeta("ns", "s", "svc"), nil,
 			&tributaryv1.Endpoint{Addresses: make([]string, 101)})}},

@@ -273,10 +273,13 @@ func (d *decoder) endpointSlice(i int, pb *tributaryv1.EndpointSlice, p *problem
 		if ep.Port != nil {
 			checkPort(ref, p, "ports", j, *ep.Port)
 		}
-		if ep.Name != nil {
+		// Each path is formatted only for a field that fails: a request
+		// holds tens of thousands of slices, and formatting every port's
+		// paths cost more than decoding the port.
+		if ep.Name != nil && portNameLimit.tooLong(*ep.Name) {
 			portNameLimit.check(ref, p, fmt.Sprintf("ports[%d].name", j), *ep.Name)
 		}
-		if ep.Protocol != nil {
+		if ep.Protocol != nil && keywordLimit.tooLong(*ep.Protocol) {
 			keywordLimit.check(ref, p, fmt.Sprintf("ports[%d].protocol", j), *ep.Protocol)
 		}
 		es.Ports[j] = source.EndpointPort{Name: ep.Name, Port: ep.Port, Protocol: ep.Protocol}
