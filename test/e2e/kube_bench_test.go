@@ -26,7 +26,6 @@ import (
 	"k8s.io/client-go/rest"
 	ctrlclient "sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/tributary-dev/tributary/client/contour"
 	"github.com/tributary-dev/tributary/internal/xdstest"
 )
 
@@ -46,6 +45,7 @@ var (
 	kubeRolloutExtensions = flag.Int("kube-rollout-extensions", 1000, "BenchmarkKubeRollout: ExtensionServices created, each over two Services with one EndpointSlice each")
 	kubeRolloutRate       = flag.Int("kube-rollout-rate", 50, "BenchmarkKubeRollout: EndpointSlice writes a second during the rollout")
 	kubeRolloutDuration   = flag.Duration("kube-rollout-duration", 30*time.Second, "BenchmarkKubeRollout: how long the rollout writes EndpointSlices")
+	kubeRolloutDebounce   = flag.Duration("kube-rollout-debounce", 0, "BenchmarkKubeRollout: the host's --debounce (0: the adapter's default)")
 )
 
 const (
@@ -59,8 +59,11 @@ const (
 	kubeBenchWorkers = 16
 	// kubeBenchQuiet is the pause before each measured change: longer
 	// than the adapter's debounce, so that the change arrives after a
-	// quiet period and is flushed at once.
-	kubeBenchQuiet = 2 * contour.DefaultDebounce
+	// quiet period and is flushed at once, and kept at 200 ms (twice the
+	// debounce's old default) when that became 10 ms, so that the figures
+	// stay comparable: the longer a process has slept, the longer its
+	// wake-up takes (see BenchmarkProcessRoundTrip).
+	kubeBenchQuiet = 200 * time.Millisecond
 	// kubeBenchGuard bounds the waits that depend on the size of the
 	// workload (the first complete state, every status written at the
 	// host's 5 requests a second); it is not an expectation.
@@ -157,9 +160,10 @@ func benchKubeEndpointSliceLatency(b *testing.B, n int) {
 }
 
 // BenchmarkKubeRollout measures a rollout through a real API server:
-// `tributary serve` with xDS, contourhost (default debounce and default
-// Kubernetes client rate, 5 requests a second with a burst of 10, which
-// paces its status writes) publishing to the namespace's node group, and a
+// `tributary serve` with xDS, contourhost (default debounce, or
+// -kube-rollout-debounce, and default Kubernetes client rate, 5 requests a
+// second with a burst of 10, which paces its status writes) publishing to
+// the namespace's node group, and a
 // Delta ADS client subscribed to every ClusterLoadAssignment. N
 // ExtensionServices (2N Services and EndpointSlices) are created through
 // the API by 16 workers (per ExtensionService: its two Services, their
@@ -252,7 +256,8 @@ func runKubeRollout(b *testing.B, n int) kubeRolloutResult {
 	b.Helper()
 	kb := newKubeBench(b, n)
 	srv := startTributary(b, "127.0.0.1:0", "127.0.0.1:0")
-	host := startHost(b, hostConfig{NodeGroup: kb.ns.Name(), Tributary: []string{srv.grpcAddress}})
+	host := startHost(b, hostConfig{NodeGroup: kb.ns.Name(), Tributary: []string{srv.grpcAddress},
+		Args: []string{"--debounce", kubeRolloutDebounce.String()}})
 	names := make([]string, n)
 	clusterIndex := make(map[string]int, n)
 	for i := range names {
