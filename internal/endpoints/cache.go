@@ -121,7 +121,7 @@ func (c *Collector) makeSliceRun(es *source.EndpointSlice, portName string, prev
 		// candidates in use, and copied out.
 		mark := len(s.candidates)
 		s.appendSliceEndpoints(es, portName, &r.warnings, 0, 0)
-		if sorted := s.sortUnique(s.candidates[mark:], 0, len(es.Endpoints)); len(sorted) > 0 {
+		if sorted := s.sortUnique(s.candidates[mark:], 0, es.Endpoints.Len()); len(sorted) > 0 {
 			r.general = slices.Clone(sorted)
 		}
 		s.candidates = s.candidates[:mark]
@@ -178,11 +178,11 @@ func (c *Collector) makeSliceRun(es *source.EndpointSlice, portName string, prev
 
 // sharedPrefix counts the endpoints at the start of a and b that translate
 // the same: the same address, and both usable or both not.
-func sharedPrefix(a, b []source.Endpoint) int {
-	n := min(len(a), len(b))
+func sharedPrefix(a, b source.Endpoints) int {
+	n := min(a.Len(), b.Len())
 	for i := range n {
-		x, y := &a[i], &b[i]
-		if x.NotReady != y.NotReady || (!x.NotReady && x.Address != y.Address) {
+		notReady := a.NotReady(i)
+		if notReady != b.NotReady(i) || (!notReady && a.Address(i) != b.Address(i)) {
 			return i
 		}
 	}
@@ -215,7 +215,7 @@ func (r *sliceRun) appendTo(s *scratch, es *source.EndpointSlice) bool {
 
 // appendFromSlice appends c, whose text is the index of its endpoint in es.
 func (s *scratch) appendFromSlice(es *source.EndpointSlice, c candidate) {
-	text := es.Endpoints[c.text].Address
+	text := es.Endpoints.Address(int(c.text))
 	c.text = uint32(len(s.texts))
 	s.texts = append(s.texts, text)
 	s.candidates = append(s.candidates, c)

@@ -78,7 +78,7 @@ func keyIndex(k uint64) uint32 { return uint32(k & 0xffff) }
 // endpoint index below 2^16 (every slice Kubernetes makes: it caps them at
 // 1000).
 func packable(es *source.EndpointSlice) bool {
-	return es.AddressType == "IPv4" && len(es.Endpoints) <= 1<<16
+	return es.AddressType == "IPv4" && es.Endpoints.Len() <= 1<<16
 }
 
 // compareCandidates orders by address as netip.Addr.Compare does (IPv4

@@ -160,7 +160,7 @@ func (c *Collector) Collect(namespace string, targets []Target) ([][]Endpoint, [
 		eps := s.endpoints[r.start:r.end:r.end]
 		if packed {
 			for j, k := range r.keys {
-				eps[j] = Endpoint{Address: r.slice.Endpoints[keyIndex(k)].Address, Port: uint32(keyPort(k))}
+				eps[j] = Endpoint{Address: r.slice.Endpoints.Address(int(keyIndex(k))), Port: uint32(keyPort(k))}
 			}
 		} else {
 			for j, cand := range s.candidates[r.start:r.end] {

@@ -27,7 +27,7 @@ func (c *Collector) packedTargets(namespace string, targets []Target) bool {
 				return false
 			}
 			s.targets[i].slice = slices[0]
-			most += len(slices[0].Endpoints) * len(slices[0].Ports)
+			most += slices[0].Endpoints.Len() * len(slices[0].Ports)
 		default:
 			return false
 		}

@@ -61,12 +61,7 @@ func (s *scratch) appendSliceEndpoints(es *source.EndpointSlice, portName string
 
 	appended := len(s.candidates)
 	bad, firstBad := 0, ""
-	for i := from; i < len(es.Endpoints); i++ {
-		ep := &es.Endpoints[i]
-		if ep.NotReady {
-			continue
-		}
-		text := ep.Address
+	for i, text := range es.Endpoints.Ready(from) {
 		idx := firstText + uint32(i)
 		if is4 {
 			v4, ok := parseIPv4(text)
@@ -115,15 +110,11 @@ func (s *scratch) appendSliceKeys(keys []uint64, es *source.EndpointSlice, portN
 	}
 	start := len(keys)
 	bad, firstBad := 0, ""
-	for i := from; i < len(es.Endpoints); i++ {
-		ep := &es.Endpoints[i]
-		if ep.NotReady {
-			continue
-		}
-		v4, ok := parseIPv4(ep.Address)
+	for i, text := range es.Endpoints.Ready(from) {
+		v4, ok := parseIPv4(text)
 		if !ok {
 			if bad == 0 {
-				firstBad = ep.Address
+				firstBad = text
 			}
 			bad++
 			continue
@@ -142,8 +133,8 @@ func (s *scratch) appendSliceKeys(keys []uint64, es *source.EndpointSlice, portN
 // appendAddresses appends the address of every endpoint of es, in order,
 // for the candidates appendSliceEndpoints made.
 func appendAddresses(texts []string, es *source.EndpointSlice) []string {
-	for i := range es.Endpoints {
-		texts = append(texts, es.Endpoints[i].Address)
+	for i := range es.Endpoints.Len() {
+		texts = append(texts, es.Endpoints.Address(i))
 	}
 	return texts
 }

@@ -50,11 +50,11 @@ func Reference(index Slices, namespace string, targets []Target) ([][]Endpoint, 
 				continue
 			}
 			var invalid []string
-			for _, ep := range es.Endpoints {
-				if ep.NotReady {
+			for j := range es.Endpoints.Len() {
+				if es.Endpoints.NotReady(j) {
 					continue
 				}
-				text := ep.Address
+				text := es.Endpoints.Address(j)
 				addr, err := netip.ParseAddr(text)
 				if err != nil || addr.Zone() != "" || addr.Is4() != (es.AddressType == "IPv4") {
 					invalid = append(invalid, text)

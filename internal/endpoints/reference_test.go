@@ -104,7 +104,7 @@ func dump(x *testIndex) string {
 		for _, p := range es.Ports {
 			fmt.Fprintf(&b, " port{%s %s %s}", show(p.Name), show(p.Port), show(p.Protocol))
 		}
-		for _, ep := range es.Endpoints {
+		for _, ep := range es.Endpoints.Unpack() {
 			fmt.Fprintf(&b, " %q notReady=%t", ep.Address, ep.NotReady)
 		}
 	}

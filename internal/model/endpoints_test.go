@@ -301,10 +301,10 @@ func TestBuildLocalities(t *testing.T) {
 			objectgen.Slice("c-1", "c", "IPv4", http, objectgen.ReadyAt("10.0.2.1")),
 			// Labelled for b, but in another namespace.
 			{Meta: source.Meta{Namespace: "other", Name: "b-1", Labels: map[string]string{source.ServiceNameLabel: "b"}},
-				AddressType: "IPv4", Ports: http, Endpoints: []source.Endpoint{objectgen.ReadyAt("10.0.1.1")}},
+				AddressType: "IPv4", Ports: http, Endpoints: source.MakeEndpoints(objectgen.ReadyAt("10.0.1.1"))},
 			// In the namespace, but not labelled.
 			{Meta: source.Meta{Namespace: testNamespace, Name: "b-2"},
-				AddressType: "IPv4", Ports: http, Endpoints: []source.Endpoint{objectgen.ReadyAt("10.0.1.2")}},
+				AddressType: "IPv4", Ports: http, Endpoints: source.MakeEndpoints(objectgen.ReadyAt("10.0.1.2"))},
 		},
 		targets: []target{{"a", 80, 50}, {"b", 80, 30}, {"c", 80, 20}},
 		want:    []Locality{{SubZone: "ns/c/80", Weight: 20, Endpoints: eps("10.0.2.1", 8080)}},

@@ -73,7 +73,7 @@ func xtWorld(t testing.TB) source.Objects {
 				Labels: map[string]string{source.ServiceNameLabel: "grpc"},
 			},
 			AddressType: "IPv4",
-			Endpoints:   []source.Endpoint{{Address: "10.0.0.1"}},
+			Endpoints:   source.MakeEndpoints(source.Endpoint{Address: "10.0.0.1"}),
 			Ports:       []source.EndpointPort{{Name: xtStr("grpc"), Port: new(int32(9000)), Protocol: xtStr("TCP")}},
 		}},
 		Secrets: []source.Secret{

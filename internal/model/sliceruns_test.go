@@ -242,8 +242,8 @@ func BenchmarkBuildAfterSliceChange(b *testing.B) {
 	base := objs.EndpointSlices[0]
 	added := workload.ReadyEndpoint(workload.PodAddress(1 << 23).String())
 	atEnd, inFront := base, base
-	atEnd.Endpoints = append(slices.Clip(base.Endpoints), added)
-	inFront.Endpoints = append([]source.Endpoint{added}, base.Endpoints...)
+	atEnd.Endpoints = source.MakeEndpoints(append(base.Endpoints.Unpack(), added)...)
+	inFront.Endpoints = source.MakeEndpoints(append([]source.Endpoint{added}, base.Endpoints.Unpack()...)...)
 	for _, grown := range []struct {
 		name  string
 		slice source.EndpointSlice

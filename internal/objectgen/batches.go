@@ -153,24 +153,24 @@ func (g *Generator) EditEndpointSlices(current []source.EndpointSlice) SliceEdit
 // a new label, the slice deleted) and returns the edited slice, or es and
 // true for a delete.
 func (g *Generator) editSlice(es source.EndpointSlice, edits int) (source.EndpointSlice, bool) {
-	es.Endpoints = slices.Clone(es.Endpoints)
+	eps := es.Endpoints.Unpack()
 	switch g.IntN(edits) {
 	case 0, 1:
 		for range 1 + g.IntN(3) {
-			es.Endpoints = append(es.Endpoints, g.Endpoint())
+			eps = append(eps, g.Endpoint())
 		}
 	case 2:
-		if len(es.Endpoints) > 0 {
-			es.Endpoints[g.IntN(len(es.Endpoints))] = g.Endpoint()
+		if len(eps) > 0 {
+			eps[g.IntN(len(eps))] = g.Endpoint()
 		}
 	case 3:
-		if len(es.Endpoints) > 0 {
-			at := g.IntN(len(es.Endpoints))
-			es.Endpoints = slices.Delete(es.Endpoints, at, at+1)
+		if len(eps) > 0 {
+			at := g.IntN(len(eps))
+			eps = slices.Delete(eps, at, at+1)
 		}
 	case 4:
-		if len(es.Endpoints) > 0 {
-			ep := &es.Endpoints[g.IntN(len(es.Endpoints))]
+		if len(eps) > 0 {
+			ep := &eps[g.IntN(len(eps))]
 			ep.NotReady = !ep.NotReady
 		}
 	case 5:
@@ -180,5 +180,6 @@ func (g *Generator) editSlice(es source.EndpointSlice, edits int) (source.Endpoi
 	case 7:
 		return es, true
 	}
+	es.Endpoints = source.MakeEndpoints(eps...)
 	return es, false
 }

@@ -27,7 +27,7 @@ func Slice(name, service, family string, ports []source.EndpointPort, eps ...sou
 		Meta:        source.Meta{Namespace: Namespace, Name: name, Labels: map[string]string{source.ServiceNameLabel: service}},
 		AddressType: family,
 		Ports:       ports,
-		Endpoints:   eps,
+		Endpoints:   source.MakeEndpoints(eps...),
 	}
 }
 

@@ -114,7 +114,7 @@ func TestKnobs(t *testing.T) {
 						found["invalid port"] = true
 					}
 				}
-				for _, ep := range s.Endpoints {
+				for _, ep := range s.Endpoints.Unpack() {
 					a := ep.Address
 					addr, err := netip.ParseAddr(a)
 					switch {

@@ -231,9 +231,11 @@ func (g *Generator) EndpointSlice(meta source.Meta) source.EndpointSlice {
 	meta.Labels = g.serviceLabel()
 	es := source.EndpointSlice{Meta: meta, AddressType: Pick(g, g.families...)}
 	es.Ports = g.EndpointPorts()
-	for range g.IntN(g.o.MaxEndpoints + 1) {
-		es.Endpoints = append(es.Endpoints, g.Endpoint())
+	eps := make([]source.Endpoint, g.IntN(g.o.MaxEndpoints+1))
+	for i := range eps {
+		eps[i] = g.Endpoint()
 	}
+	es.Endpoints = source.MakeEndpoints(eps...)
 	return es
 }
 

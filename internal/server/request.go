@@ -53,7 +53,7 @@ func decodeRequest(req *tributaryv1.TranslateRequest) (*source.Objects, source.S
 // decodeTranslate is decodeRequest for a request whose EndpointSlices'
 // endpoints the wire fast path made (see wireTranslateRequest), or, with
 // sliceEndpoints nil, whose messages hold them.
-func decodeTranslate(req *tributaryv1.TranslateRequest, sliceEndpoints [][]source.Endpoint) (*source.Objects, source.Settings, error) {
+func decodeTranslate(req *tributaryv1.TranslateRequest, sliceEndpoints []source.Endpoints) (*source.Objects, source.Settings, error) {
 	var p problems
 	settings := decodeSettings(req.GetSettings(), "settings", &p)
 	objs := decodeObjects(req.GetObjects(), sliceEndpoints, "objects", &p)
@@ -88,7 +88,7 @@ func decodeStart(start *tributaryv1.SyncStart) (source.Settings, error) {
 // sliceEndpoints are those of the batch's EndpointSlices when the wire
 // fast path made them (each slice's an array of its own), nil when the
 // messages hold them.
-func decodeBatch(pb *tributaryv1.SyncBatch, sliceEndpoints [][]source.Endpoint, p *problems) *session.Batch {
+func decodeBatch(pb *tributaryv1.SyncBatch, sliceEndpoints []source.Endpoints, p *problems) *session.Batch {
 	upserts, deletes := pb.GetUpserts(), pb.GetDeletes()
 	d := newDecoder(upserts, "batch.upserts", ownArrays)
 	d.sliceEndpoints = sliceEndpoints

@@ -11,8 +11,8 @@ import (
 // repeated field gets one exactly sized backing array.
 type sizes struct {
 	// objects counts the objects of each kind, by source.Kind.
-	objects                                                          []int
-	targets, servicePorts, endpoints, endpointPorts, certDelegations int
+	objects                                               []int
+	targets, servicePorts, endpointPorts, certDelegations int
 }
 
 func countObjects(objects []*tributaryv1.KubernetesObject) sizes {
@@ -27,7 +27,6 @@ func countObjects(objects []*tributaryv1.KubernetesObject) sizes {
 			n.servicePorts += len(k.Service.GetSpec().GetPorts())
 		case *tributaryv1.KubernetesObject_EndpointSlice:
 			n.objects[source.KindEndpointSlice]++
-			n.endpoints += len(k.EndpointSlice.GetEndpoints())
 			n.endpointPorts += len(k.EndpointSlice.GetPorts())
 		case *tributaryv1.KubernetesObject_Secret:
 			n.objects[source.KindSecret]++
@@ -40,13 +39,14 @@ func countObjects(objects []*tributaryv1.KubernetesObject) sizes {
 }
 
 // arrayLayout says where a decoder puts the repeated fields inside objects
-// (targets, ports, endpoints, delegations).
+// (targets, ports, delegations). A slice's endpoints are packed in arrays
+// of their own either way (see source.Endpoints).
 type arrayLayout bool
 
 const (
 	// sharedArrays carves each repeated field out of one exactly sized array
 	// per field: the objects of a Translate request live and die together,
-	// and millions of endpoints cost one allocation.
+	// and tens of thousands of ports cost one allocation.
 	sharedArrays arrayLayout = true
 	// ownArrays gives each object arrays of its own: a Sync session keeps
 	// objects from many batches, and one it keeps must not pin the rest of
@@ -62,7 +62,6 @@ type decoder struct {
 	objs            source.Objects
 	targets         []source.ExtensionServiceTarget
 	servicePorts    []source.ServicePort
-	endpoints       []source.Endpoint
 	endpointPorts   []source.EndpointPort
 	certDelegations []source.CertificateDelegation
 	// seen maps, per source.Kind, each namespace/name to the index of the
@@ -71,7 +70,7 @@ type decoder struct {
 	// sliceEndpoints, when not nil, are the endpoints of the EndpointSlices
 	// still to decode, in order, as the wire fast path made them; their
 	// messages then hold none (see wireTranslateRequest).
-	sliceEndpoints [][]source.Endpoint
+	sliceEndpoints []source.Endpoints
 }
 
 // carve returns the next n elements of *backing with their capacity capped,
@@ -93,7 +92,7 @@ func carve[T any](backing *[]T, n int) []T {
 // of the client's message, and converts them into shared arrays.
 // sliceEndpoints are those of the EndpointSlices when the wire fast path
 // made them, nil when the messages hold them.
-func decodeObjects(objects []*tributaryv1.KubernetesObject, sliceEndpoints [][]source.Endpoint, list string, p *problems) *source.Objects {
+func decodeObjects(objects []*tributaryv1.KubernetesObject, sliceEndpoints []source.Endpoints, list string, p *problems) *source.Objects {
 	d := newDecoder(objects, list, sharedArrays)
 	d.sliceEndpoints = sliceEndpoints
 	d.decode(objects, p)
@@ -119,7 +118,6 @@ func newDecoder(objects []*tributaryv1.KubernetesObject, list string, layout arr
 	if layout == sharedArrays {
 		d.targets = make([]source.ExtensionServiceTarget, n.targets)
 		d.servicePorts = make([]source.ServicePort, n.servicePorts)
-		d.endpoints = make([]source.Endpoint, n.endpoints)
 		d.endpointPorts = make([]source.EndpointPort, n.endpointPorts)
 		d.certDelegations = make([]source.CertificateDelegation, n.certDelegations)
 	}
@@ -262,7 +260,7 @@ func (d *decoder) endpointSlice(i int, pb *tributaryv1.EndpointSlice, p *problem
 		// passed: the fast path declines a request that fails them.
 		es.Endpoints, d.sliceEndpoints = d.sliceEndpoints[0], d.sliceEndpoints[1:]
 	} else {
-		es.Endpoints = d.endpointsOf(ref, pb.GetEndpoints(), p)
+		es.Endpoints = endpointsOf(ref, pb.GetEndpoints(), p)
 	}
 	ports := pb.GetPorts()
 	es.Ports = carve(&d.endpointPorts, len(ports))
@@ -288,10 +286,16 @@ func (d *decoder) endpointSlice(i int, pb *tributaryv1.EndpointSlice, p *problem
 }
 
 // endpointsOf checks the endpoints of the EndpointSlice ref locates and
-// converts them.
-func (d *decoder) endpointsOf(ref objectRef, endpoints []*tributaryv1.Endpoint, p *problems) []source.Endpoint {
-	converted := carve(&d.endpoints, len(endpoints))
-	kept := 0
+// packs them.
+func endpointsOf(ref objectRef, endpoints []*tributaryv1.Endpoint, p *problems) source.Endpoints {
+	addressBytes := 0
+	for _, e := range endpoints {
+		if addresses := e.GetAddresses(); len(addresses) > 0 {
+			addressBytes += len(addresses[0])
+		}
+	}
+	var packed source.EndpointsBuilder
+	packed.Grow(len(endpoints), addressBytes)
 	for j, e := range endpoints {
 		addresses := e.GetAddresses()
 		checkAddresses(ref, p, j, addresses)
@@ -302,13 +306,9 @@ func (d *decoder) endpointsOf(ref objectRef, endpoints []*tributaryv1.Endpoint, 
 		// rest is what translation never reads, and the session would
 		// otherwise hold the request's messages for as long as it lives.
 		c := e.GetConditions()
-		converted[kept] = source.Endpoint{Address: addresses[0], NotReady: c != nil && c.Ready != nil && !*c.Ready}
-		kept++
+		packed.Add(addresses[0], c != nil && c.Ready != nil && !*c.Ready)
 	}
-	if kept == 0 {
-		return nil
-	}
-	return converted[:kept:kept]
+	return packed.Endpoints()
 }
 
 func (d *decoder) secret(i int, pb *tributaryv1.Secret, p *problems) {

@@ -1,7 +1,6 @@
 package server
 
 import (
-	"strings"
 	"unicode/utf8"
 
 	"google.golang.org/grpc/mem"
@@ -65,7 +64,7 @@ func unmarshalRequest(data mem.BufferSlice, v any) error {
 // made in process.
 type wireTranslateRequest struct {
 	request   tributaryv1.TranslateRequest
-	endpoints [][]source.Endpoint
+	endpoints []source.Endpoints
 }
 
 // wireSyncRequest is what a Sync stream's messages are received into
@@ -73,7 +72,7 @@ type wireTranslateRequest struct {
 // upserted slices' endpoints come straight from the wire.
 type wireSyncRequest struct {
 	request   tributaryv1.SyncRequest
-	endpoints [][]source.Endpoint
+	endpoints []source.Endpoints
 }
 
 // decodeDirect reads data with read, a wireDecoder's reader of the whole
@@ -81,7 +80,7 @@ type wireSyncRequest struct {
 // when the fast path took data, though it may hold no slice, and nil when
 // it declined, whatever read made being left to be replaced by protobuf's
 // decoding (which resets the message first).
-func decodeDirect(data mem.BufferSlice, read func(d *wireDecoder, b []byte) bool) [][]source.Endpoint {
+func decodeDirect(data mem.BufferSlice, read func(d *wireDecoder, b []byte) bool) []source.Endpoints {
 	// The decoded request holds no reference to buf (every string is a
 	// copy), so buf can go back to gRPC's pool.
 	buf := data.MaterializeToBuffer(mem.DefaultBufferPool())
@@ -91,7 +90,7 @@ func decodeDirect(data mem.BufferSlice, read func(d *wireDecoder, b []byte) bool
 		return nil
 	}
 	if d.sliceEndpoints == nil {
-		return [][]source.Endpoint{}
+		return []source.Endpoints{}
 	}
 	return d.sliceEndpoints
 }
@@ -108,7 +107,7 @@ type wireDecoder struct {
 	// the decoder makes them from messages (see sourceEndpoints). The fast
 	// path declines what the decoder would report (too many addresses,
 	// one too long), so that protobuf and the decoder report it as before.
-	sliceEndpoints [][]source.Endpoint
+	sliceEndpoints []source.Endpoints
 }
 
 func (d *wireDecoder) translateRequest(b []byte, m *tributaryv1.TranslateRequest) bool {
@@ -447,36 +446,27 @@ func conditionsWire(b []byte, c *conditionsOnWire) bool {
 // sourceEndpoints makes the slice's endpoints, read from the wire, as the
 // decoder makes them from messages: an endpoint without addresses is
 // dropped, and of the others only the first address and whether the
-// endpoint is not ready are kept. The first addresses share one string.
-func (d *wireDecoder) sourceEndpoints() []source.Endpoint {
+// endpoint is not ready are kept, packed.
+func (d *wireDecoder) sourceEndpoints() source.Endpoints {
 	// d.addresses holds the first address of each endpoint that has one
 	// (see address), in order.
-	if len(d.addresses) == 0 {
-		return nil
-	}
 	addressBytes := 0
 	for _, a := range d.addresses {
 		addressBytes += len(a)
 	}
-	var joined strings.Builder
-	joined.Grow(addressBytes)
-	for _, a := range d.addresses {
-		joined.Write(a)
-	}
-	all := joined.String()
-	endpoints := make([]source.Endpoint, 0, len(d.addresses))
-	at := 0
+	var packed source.EndpointsBuilder
+	packed.Grow(len(d.addresses), addressBytes)
+	kept := 0
 	for _, e := range d.endpoints {
 		if e.addresses == 0 {
 			continue
 		}
-		n := len(d.addresses[len(endpoints)])
 		c := e.conditions
 		// Ready is the first of the three conditions.
-		endpoints = append(endpoints, source.Endpoint{Address: all[at : at+n], NotReady: c.set[0] && !c.value[0]})
-		at += n
+		packed.AddBytes(d.addresses[kept], c.set[0] && !c.value[0])
+		kept++
 	}
-	return endpoints
+	return packed.Endpoints()
 }
 
 // wireField is one field of a message on the wire: a varint or a

@@ -58,7 +58,7 @@ func (s *syncCall) noteRefusal(err error) {
 //
 // sliceEndpoints are those of the batch's EndpointSlices when the wire
 // fast path made them, nil when the messages hold them.
-func (s *syncCall) apply(ctx context.Context, pb *tributaryv1.SyncBatch, sliceEndpoints [][]source.Endpoint) {
+func (s *syncCall) apply(ctx context.Context, pb *tributaryv1.SyncBatch, sliceEndpoints []source.Endpoints) {
 	var p problems
 	b := s.decodeWithinLimits(pb, sliceEndpoints, &p)
 	if p.count > 0 {

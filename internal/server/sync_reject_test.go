@@ -115,6 +115,11 @@ func TestDecodeBatch(t *testing.T) {
 		refs = append(refs, deleteOf(k+1, "ns", "gone"))
 	}
 	pb := &tributaryv1.SyncBatch{Upserts: []*tributaryv1.KubernetesObject{slice("a", "10.0.0.1", "10.0.0.2"), slice("b", "10.0.0.3")}, Deletes: refs}
+	// Two ports against one: arrays of their own are then of different
+	// sizes, which the allocator never places end to end, where carving
+	// from one shared array would.
+	two := pb.Upserts[0].GetEndpointSlice()
+	two.Ports = append(two.Ports, tcpPort("http", 9002))
 	var p problems
 	b := decodeBatch(pb, nil, &p)
 	if p.count != 0 {
@@ -131,12 +136,17 @@ func TestDecodeBatch(t *testing.T) {
 	if diff := gocmp.Diff(want, b.Deletes); diff != "" {
 		t.Errorf("deletes (-want +got):\n%s", diff)
 	}
-	first, second := b.Upserts.EndpointSlices[0].Endpoints, b.Upserts.EndpointSlices[1].Endpoints
-	if len(first) != 2 || len(second) != 1 {
-		t.Fatalf("got %d and %d endpoints, want 2 and 1", len(first), len(second))
+	// Endpoints are packed per slice (source.Endpoints); ports are the
+	// repeated field a shared array would hold.
+	first, second := b.Upserts.EndpointSlices[0], b.Upserts.EndpointSlices[1]
+	if first.Endpoints.Len() != 2 || second.Endpoints.Len() != 1 {
+		t.Fatalf("got %d and %d endpoints, want 2 and 1", first.Endpoints.Len(), second.Endpoints.Len())
 	}
-	if unsafeAdjacent(first, second) {
-		t.Error("the two slices' endpoints share one array")
+	if len(first.Ports) != 2 || len(second.Ports) != 1 {
+		t.Fatalf("got %d and %d ports, want 2 and 1", len(first.Ports), len(second.Ports))
+	}
+	if unsafeAdjacent(first.Ports, second.Ports) {
+		t.Error("the two slices' ports share one array")
 	}
 }
 

@@ -64,7 +64,7 @@ func (t translationService) Translate(ctx context.Context, req *tributaryv1.Tran
 // translate is Translate for a request whose EndpointSlices' endpoints the
 // wire fast path made (see wireTranslateRequest), or, with sliceEndpoints
 // nil, whose messages hold them.
-func (t translationService) translate(ctx context.Context, req *tributaryv1.TranslateRequest, sliceEndpoints [][]source.Endpoint) (*tributaryv1.TranslateResponse, error) {
+func (t translationService) translate(ctx context.Context, req *tributaryv1.TranslateRequest, sliceEndpoints []source.Endpoints) (*tributaryv1.TranslateResponse, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, status.FromContextError(err).Err()
 	}

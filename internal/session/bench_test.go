@@ -3,7 +3,6 @@ package session_test
 import (
 	"fmt"
 	"runtime"
-	"slices"
 	"syscall"
 	"testing"
 	"time"
@@ -48,8 +47,8 @@ func BenchmarkApplyOneEndpoint(b *testing.B) {
 	base := objs.EndpointSlices[0]
 	added := workload.ReadyEndpoint(workload.PodAddress(1 << 23).String())
 	grown, grownFirst := base, base
-	grown.Endpoints = append(slices.Clip(base.Endpoints), added)
-	grownFirst.Endpoints = append([]source.Endpoint{added}, base.Endpoints...)
+	grown.Endpoints = source.MakeEndpoints(append(base.Endpoints.Unpack(), added)...)
+	grownFirst.Endpoints = source.MakeEndpoints(append([]source.Endpoint{added}, base.Endpoints.Unpack()...)...)
 	variants := [2]source.Objects{
 		{EndpointSlices: []source.EndpointSlice{grown}},
 		{EndpointSlices: []source.EndpointSlice{base}},

@@ -58,9 +58,11 @@ func endpointSlice(namespace, name, service string, addresses ...string) source.
 	if service != "" {
 		slice.Labels = map[string]string{source.ServiceNameLabel: service}
 	}
+	var eps source.EndpointsBuilder
 	for _, a := range addresses {
-		slice.Endpoints = append(slice.Endpoints, source.Endpoint{Address: a})
+		eps.Add(a, false)
 	}
+	slice.Endpoints = eps.Endpoints()
 	return slice
 }
 

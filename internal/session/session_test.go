@@ -45,7 +45,7 @@ func TestApplyEndpointMovedKeepsStatus(t *testing.T) {
 	}}}, expected{clas: []string{"auth/a", "auth/c"}}, nn("auth", "a"), nn("auth", "c"))
 	// A ready endpoint replaced by one not ready: the count falls to 0.
 	notReady := endpointSlice("auth", "s1-a", "s1", "10.0.0.9")
-	notReady.Endpoints[0].NotReady = true
+	notReady.Endpoints = source.MakeEndpoints(source.Endpoint{Address: "10.0.0.9", NotReady: true})
 	h.check(session.Batch{Upserts: source.Objects{EndpointSlices: []source.EndpointSlice{notReady}}},
 		expected{clas: []string{"auth/a", "auth/c"}, statuses: []string{"auth/a", "auth/c"}}, nn("auth", "a"), nn("auth", "c"))
 }

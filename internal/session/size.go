@@ -104,9 +104,6 @@ func serviceSize(svc *source.Service) int64 {
 	return n
 }
 
-// endpointSize is one Endpoint's struct, its address's header included.
-const endpointSize = int64(unsafe.Sizeof(source.Endpoint{}))
-
 // addressOutputSize is the output one address becomes: its LbEndpoint in
 // the encoded ClusterLoadAssignment (held until the delta is sent) and in
 // the scratch translate.Incremental's kept builder reuses for the next
@@ -126,10 +123,8 @@ func endpointSliceSize(slice *source.EndpointSlice) int64 {
 	// Indexed by name and by the Service it is labelled for.
 	n := int64(unsafe.Sizeof(*slice)) + metaSize(&slice.Meta) + mapEntrySize + int64(len(slice.AddressType)) + sliceCacheEntrySize
 	cachedKeys := int64(max(1, len(slice.Ports))) * cachedKeySize
-	for i := range slice.Endpoints {
-		ep := &slice.Endpoints[i]
-		n += endpointSize + cachedKeys + int64(len(ep.Address)) + addressOutputSize
-	}
+	eps := int64(slice.Endpoints.Len())
+	n += eps*(source.PackedEndpointBytes+cachedKeys+addressOutputSize) + int64(slice.Endpoints.AddressBytes())
 	for _, p := range slice.Ports {
 		n += int64(unsafe.Sizeof(p)) + 3*8
 		if p.Name != nil {

@@ -122,7 +122,7 @@ const ServiceNameLabel = "kubernetes.io/service-name"
 type EndpointSlice struct {
 	Meta
 	AddressType string
-	Endpoints   []Endpoint
+	Endpoints   Endpoints
 	Ports       []EndpointPort
 }
 
@@ -133,22 +133,6 @@ type EndpointSlice struct {
 func (s *EndpointSlice) ServiceName() (name string, ok bool) {
 	name = s.Labels[ServiceNameLabel]
 	return name, name != ""
-}
-
-// Endpoint is one entry of EndpointSlice.endpoints reduced to what
-// translation reads, and so to one pointer: the collector walks millions of
-// them, and the garbage collector scans them for as long as a session holds
-// them. A decoder leaves out an endpoint with no address, which translation
-// could not use.
-type Endpoint struct {
-	// Address is the endpoint's first address, spelled as the slice spells
-	// it: Kubernetes calls an endpoint's addresses fungible and lets a
-	// consumer use the first alone. Whether it is an IP is translation's to
-	// say.
-	Address string
-	// NotReady says conditions.ready is false. Unset means ready, as
-	// Kubernetes defines it; serving and terminating are not read.
-	NotReady bool
 }
 
 // EndpointPort mirrors one entry of EndpointSlice.ports; nil fields are unset.

@@ -302,7 +302,7 @@ func (e *Estimator) countTarget(service source.NamespacedName, precise bool) tar
 			continue
 		}
 		// The endpoints a slice counts are the same for every port.
-		all := int64(len(slice.Endpoints))
+		all := int64(slice.Endpoints.Len())
 		var endpoints, addressBytes int64
 		if precise {
 			endpoints, addressBytes = addressesUpTo(slice.Endpoints, longest)
@@ -323,10 +323,14 @@ func (e *Estimator) countTarget(service source.NamespacedName, precise bool) tar
 }
 
 // addressesUpTo counts the endpoints whose first address is at most
-// longest bytes, and sums those addresses' lengths.
-func addressesUpTo(endpoints []source.Endpoint, longest int) (count, bytes int64) {
-	for i := range endpoints {
-		if n := len(endpoints[i].Address); n <= longest {
+// longest bytes, and sums those addresses' lengths. Nearly always every
+// address is short enough, which the Endpoints know without a pass.
+func addressesUpTo(endpoints source.Endpoints, longest int) (count, bytes int64) {
+	if endpoints.LongestAddress() <= longest {
+		return int64(endpoints.Len()), int64(endpoints.AddressBytes())
+	}
+	for i := range endpoints.Len() {
+		if n := len(endpoints.Address(i)); n <= longest {
 			count++
 			bytes += int64(n)
 		}

@@ -69,9 +69,11 @@ func TestCountTargetIsPerEndpointSum(t *testing.T) {
 				}
 				slice.Ports = append(slice.Ports, p)
 			}
+			var eps source.EndpointsBuilder
 			for range r.IntN(300) {
-				slice.Endpoints = append(slice.Endpoints, source.Endpoint{Address: strings.Repeat("1", r.IntN(maxIPv6Bytes+8)), NotReady: r.IntN(2) == 0})
+				eps.Add(strings.Repeat("1", r.IntN(maxIPv6Bytes+8)), r.IntN(2) == 0)
 			}
+			slice.Endpoints = eps.Endpoints()
 			objs.EndpointSlices = append(objs.EndpointSlices, slice)
 		}
 		e := NewEstimator(model.NewIndex(objs), source.Settings{})
@@ -88,7 +90,7 @@ func TestCountTargetIsPerEndpointSum(t *testing.T) {
 					continue
 				}
 				port := protowire.SizeVarint(uint64(*p.Port))
-				for _, ep := range slice.Endpoints {
+				for _, ep := range slice.Endpoints.Unpack() {
 					want.quick.endpoints++
 					want.quick.bytes += lbEndpoint(longest, port, 0)
 					if len(ep.Address) <= longest {

@@ -94,20 +94,22 @@ func TestQuickBoundsEstimate(t *testing.T) {
 			if r.IntN(4) == 0 {
 				s.AddressType = []string{"IPv4", "IPv6", "FQDN"}[r.IntN(3)]
 			}
-			for j := range s.Endpoints {
+			eps := s.Endpoints.Unpack()
+			for j := range eps {
 				switch r.IntN(6) {
 				case 0:
-					s.Endpoints[j].Address = ""
+					eps[j].Address = ""
 				case 1:
-					s.Endpoints[j].Address = "255.255.255.255"
+					eps[j].Address = "255.255.255.255"
 				case 2:
-					s.Endpoints[j].Address = fmt.Sprintf("ffff:ffff:ffff:ffff:ffff:ffff:255.255.255.%d", 100+r.IntN(156))
+					eps[j].Address = fmt.Sprintf("ffff:ffff:ffff:ffff:ffff:ffff:255.255.255.%d", 100+r.IntN(156))
 				case 3:
-					s.Endpoints[j].Address = "fe80::1%" + strings.Repeat("e", 60)
+					eps[j].Address = "fe80::1%" + strings.Repeat("e", 60)
 				case 4:
-					s.Endpoints[j].Address = "host.example.com"
+					eps[j].Address = "host.example.com"
 				}
 			}
+			s.Endpoints = source.MakeEndpoints(eps...)
 		}
 		checkEstimates(t, objs, settings)
 		if t.Failed() {
@@ -153,14 +155,16 @@ func amplify(r *rand.Rand, objs *source.Objects, settings *source.Settings) {
 	if r.IntN(2) == 0 {
 		for i := range objs.EndpointSlices {
 			s := &objs.EndpointSlices[i]
-			for j := range s.Endpoints {
+			eps := s.Endpoints.Unpack()
+			for j := range eps {
 				switch r.IntN(3) {
 				case 0: // the longest IPv6 literal
-					s.Endpoints[j].Address = fmt.Sprintf("ffff:ffff:ffff:ffff:ffff:ffff:255.255.%d.%d", r.IntN(256), r.IntN(256))
+					eps[j].Address = fmt.Sprintf("ffff:ffff:ffff:ffff:ffff:ffff:255.255.%d.%d", r.IntN(256), r.IntN(256))
 				case 1: // the shortest, whose JSON is the largest share
-					s.Endpoints[j].Address = fmt.Sprintf("::%x", 1+j)
+					eps[j].Address = fmt.Sprintf("::%x", 1+j)
 				}
 			}
+			s.Endpoints = source.MakeEndpoints(eps...)
 			switch r.IntN(3) {
 			case 0:
 				s.Ports = append(s.Ports, objectgen.TCPPort("", 65535), objectgen.TCPPort("", 40000))
@@ -630,11 +634,12 @@ func growExtensions(objs *source.Objects, from, to, m int) {
 		if !grow[strings.TrimSuffix(strings.TrimSuffix(service, "-primary"), "-canary")] {
 			continue
 		}
-		s.Endpoints = make([]source.Endpoint, m)
-		for j := range s.Endpoints {
-			s.Endpoints[j] = workload.ReadyEndpoint(workload.PodAddress(pod).String())
+		var eps source.EndpointsBuilder
+		for range m {
+			eps.Add(workload.PodAddress(pod).String(), false)
 			pod++
 		}
+		s.Endpoints = eps.Endpoints()
 	}
 }
 

@@ -54,7 +54,8 @@ func EndpointSliceObject(s *source.EndpointSlice) *tributaryv1.KubernetesObject 
 	for _, p := range s.Ports {
 		slice.Ports = append(slice.Ports, &tributaryv1.EndpointPort{Name: p.Name, Port: p.Port, Protocol: p.Protocol})
 	}
-	for _, e := range s.Endpoints {
+	for i := range s.Endpoints.Len() {
+		e := s.Endpoints.At(i)
 		// Every condition set, as the EndpointSlice controller sets them: a
 		// ready endpoint serves and is not terminating.
 		ready, terminating := !e.NotReady, false

@@ -67,12 +67,13 @@ func Standard(n, m int) *source.Objects {
 				}},
 				AddressType: "IPv4",
 				Ports:       slicePorts,
-				Endpoints:   make([]source.Endpoint, m),
 			}
-			for j := range slice.Endpoints {
-				slice.Endpoints[j] = ReadyEndpoint(PodAddress(pod).String())
+			var eps source.EndpointsBuilder
+			for range m {
+				eps.Add(PodAddress(pod).String(), false)
 				pod++
 			}
+			slice.Endpoints = eps.Endpoints()
 			objs.EndpointSlices = append(objs.EndpointSlices, slice)
 		}
 		objs.ExtensionServices = append(objs.ExtensionServices, es)

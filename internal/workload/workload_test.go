@@ -24,7 +24,7 @@ func TestStandard(t *testing.T) {
 	}
 	seen := map[string]bool{}
 	for _, s := range objs.EndpointSlices {
-		for _, ep := range s.Endpoints {
+		for _, ep := range s.Endpoints.Unpack() {
 			if seen[ep.Address] {
 				t.Errorf("address %s used twice", ep.Address)
 			}

@@ -35,7 +35,9 @@ func mustOpen(t *testing.T, p *xds.Publisher, group string, opts xds.Publication
 // moveEndpoint moves the first endpoint of EndpointSlice i elsewhere: only
 // one ClusterLoadAssignment changes.
 func moveEndpoint(objs *source.Objects, i int, to string) {
-	objs.EndpointSlices[i].Endpoints[0] = workload.ReadyEndpoint(to)
+	eps := objs.EndpointSlices[i].Endpoints.Unpack()
+	eps[0] = workload.ReadyEndpoint(to)
+	objs.EndpointSlices[i].Endpoints = source.MakeEndpoints(eps...)
 }
 
 // State of the World over ADS: the first responses hold everything; after

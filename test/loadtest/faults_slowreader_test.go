@@ -121,8 +121,8 @@ func TestSlowReader(t *testing.T) {
 
 // withNewFirstPod returns slice's endpoints with the first replaced by a
 // new pod, so every EndpointSlice the slow reader sends changes its output.
-func withNewFirstPod(w *tenant, slice *source.EndpointSlice) []source.Endpoint {
-	eps := append([]source.Endpoint(nil), slice.Endpoints...)
+func withNewFirstPod(w *tenant, slice *source.EndpointSlice) source.Endpoints {
+	eps := slice.Endpoints.Unpack()
 	eps[0] = workload.ReadyEndpoint(w.newPod())
-	return eps
+	return source.MakeEndpoints(eps...)
 }

@@ -79,7 +79,7 @@ func (w *tenant) all() []*tributaryv1.KubernetesObject {
 // shared with objects sent earlier, which the client keeps.
 func (w *tenant) churn() *tributaryv1.KubernetesObject {
 	slice := &w.objs.EndpointSlices[w.rnd.IntN(len(w.objs.EndpointSlices))]
-	eps := slices.Clone(slice.Endpoints)
+	eps := slice.Endpoints.Unpack()
 	op := w.rnd.IntN(4)
 	if len(eps) == 0 {
 		op = 2
@@ -96,7 +96,7 @@ func (w *tenant) churn() *tributaryv1.KubernetesObject {
 	case 3: // scale down
 		eps = eps[:len(eps)-1]
 	}
-	slice.Endpoints = eps
+	slice.Endpoints = source.MakeEndpoints(eps...)
 	return workload.EndpointSliceObject(slice)
 }
 

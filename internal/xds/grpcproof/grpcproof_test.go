@@ -122,7 +122,7 @@ func objects(ports [2]int) *source.Objects {
 			Meta:        source.Meta{Namespace: "ns", Name: svc + "-1", Labels: map[string]string{source.ServiceNameLabel: svc}},
 			AddressType: "IPv4",
 			Ports:       []source.EndpointPort{{Name: &portName, Port: &port, Protocol: &tcp}},
-			Endpoints:   []source.Endpoint{workload.ReadyEndpoint("127.0.0.1")},
+			Endpoints:   source.MakeEndpoints(workload.ReadyEndpoint("127.0.0.1")),
 		})
 	}
 	return objs

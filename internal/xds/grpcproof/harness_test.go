@@ -160,7 +160,7 @@ func lbObjects(targets []lbTarget, meta source.Meta, spec source.ExtensionServic
 				Meta:        source.Meta{Namespace: "ns", Name: b.name, Labels: map[string]string{source.ServiceNameLabel: target.service}},
 				AddressType: "IPv4",
 				Ports:       []source.EndpointPort{{Name: &portName, Port: &b.port, Protocol: &tcp}},
-				Endpoints:   []source.Endpoint{workload.ReadyEndpoint("127.0.0.1")},
+				Endpoints:   source.MakeEndpoints(workload.ReadyEndpoint("127.0.0.1")),
 			})
 		}
 	}

@@ -1,0 +1,112 @@
+package source_test
+
+import (
+	"math/rand/v2"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/tributary-dev/tributary/internal/source"
+)
+
+// TestEndpointsRoundTrip: packed endpoints give back exactly the plain ones
+// they were made of, by index, by Unpack and through Ready, whatever their
+// addresses' lengths (empty ones included) and readiness.
+func TestEndpointsRoundTrip(t *testing.T) {
+	r := rand.New(rand.NewPCG(1, 2))
+	for round := range 500 {
+		list := make([]source.Endpoint, r.IntN(20))
+		for i := range list {
+			list[i] = source.Endpoint{Address: strings.Repeat(string(rune('a'+i%26)), r.IntN(5)), NotReady: r.IntN(3) == 0}
+		}
+		e := source.MakeEndpoints(list...)
+		if e.Len() != len(list) {
+			t.Fatalf("round %d: Len %d, want %d", round, e.Len(), len(list))
+		}
+		longest, bytes := 0, 0
+		for i, want := range list {
+			if got := e.At(i); got != want {
+				t.Fatalf("round %d: At(%d) = %+v, want %+v", round, i, got, want)
+			}
+			longest, bytes = max(longest, len(want.Address)), bytes+len(want.Address)
+		}
+		if e.LongestAddress() != longest || e.AddressBytes() != bytes {
+			t.Fatalf("round %d: LongestAddress %d, AddressBytes %d; want %d, %d", round, e.LongestAddress(), e.AddressBytes(), longest, bytes)
+		}
+		if got := e.Unpack(); !slices.Equal(got, list) {
+			t.Fatalf("round %d: Unpack = %+v, want %+v", round, got, list)
+		}
+		from := r.IntN(len(list) + 1)
+		var ready []string
+		for i, address := range e.Ready(from) {
+			if i < from || list[i].NotReady || list[i].Address != address {
+				t.Fatalf("round %d: Ready(%d) yielded %d %q; endpoint %d is %+v", round, from, i, address, i, list[i])
+			}
+			ready = append(ready, address)
+		}
+		var want []string
+		for _, ep := range list[from:] {
+			if !ep.NotReady {
+				want = append(want, ep.Address)
+			}
+		}
+		if !slices.Equal(ready, want) {
+			t.Fatalf("round %d: Ready(%d) yielded %q, want %q", round, from, ready, want)
+		}
+		if !e.Equal(source.MakeEndpoints(slices.Clone(list)...)) {
+			t.Fatalf("round %d: not Equal to the same endpoints packed again", round)
+		}
+	}
+}
+
+// TestEndpointsEqual: Equal tells endpoints apart by address, readiness,
+// number and order, and the zero value equals endpoints made of none.
+func TestEndpointsEqual(t *testing.T) {
+	a := source.Endpoint{Address: "10.0.0.1"}
+	b := source.Endpoint{Address: "10.0.0.2"}
+	notReadyA := source.Endpoint{Address: "10.0.0.1", NotReady: true}
+	// "10.0.0.1" then "0" is not "10.0.0.10" then "": the spans differ.
+	split := []source.Endpoint{{Address: "10.0.0.1"}, {Address: "0"}}
+	joined := []source.Endpoint{{Address: "10.0.0.10"}, {Address: ""}}
+	for _, tc := range []struct {
+		name  string
+		x, y  []source.Endpoint
+		equal bool
+	}{
+		{"same", []source.Endpoint{a, b}, []source.Endpoint{a, b}, true},
+		{"none", nil, []source.Endpoint{}, true},
+		{"order", []source.Endpoint{a, b}, []source.Endpoint{b, a}, false},
+		{"readiness", []source.Endpoint{a}, []source.Endpoint{notReadyA}, false},
+		{"one more", []source.Endpoint{a}, []source.Endpoint{a, b}, false},
+		{"spans", split, joined, false},
+	} {
+		if got := source.MakeEndpoints(tc.x...).Equal(source.MakeEndpoints(tc.y...)); got != tc.equal {
+			t.Errorf("%s: Equal = %t, want %t", tc.name, got, tc.equal)
+		}
+	}
+	if !(source.Endpoints{}).Equal(source.MakeEndpoints()) {
+		t.Error("the zero value is not Equal to endpoints made of none")
+	}
+}
+
+// TestEndpointsBuilder: bytes off the wire pack as the same strings do, and
+// a builder starts afresh after Endpoints, leaving what it returned intact.
+func TestEndpointsBuilder(t *testing.T) {
+	var b source.EndpointsBuilder
+	b.Grow(2, len("10.0.0.1")+len("fd00::1"))
+	b.AddBytes([]byte("10.0.0.1"), false)
+	b.Add("fd00::1", true)
+	first := b.Endpoints()
+	b.Add("10.9.9.9", false)
+	second := b.Endpoints()
+	want := source.MakeEndpoints(source.Endpoint{Address: "10.0.0.1"}, source.Endpoint{Address: "fd00::1", NotReady: true})
+	if !first.Equal(want) {
+		t.Errorf("first: %v, want %v", first, want)
+	}
+	if got, want := second.String(), "[10.9.9.9]"; got != want {
+		t.Errorf("second: %s, want %s", got, want)
+	}
+	if got, want := first.String(), "[10.0.0.1 fd00::1(not ready)]"; got != want {
+		t.Errorf("String: %s, want %s", got, want)
+	}
+}
