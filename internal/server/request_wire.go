@@ -108,6 +108,64 @@ type wireDecoder struct {
 	// path declines what the decoder would report (too many addresses,
 	// one too long), so that protobuf and the decoder report it as before.
 	sliceEndpoints []source.Endpoints
+	// interned holds one copy of each short string the request's slices
+	// repeat (see intern).
+	interned map[string]*string
+}
+
+// Interning bounds: a request names few namespaces, label keys, port
+// names and protocols, and repeats them in every slice; past
+// maxInterned distinct strings, or for one longer than maxInternedBytes,
+// each string is a copy of its own, so hostile input cannot make the
+// table hold more than about 100 KiB.
+const (
+	maxInterned      = 1024
+	maxInternedBytes = 63
+)
+
+// internPointer returns a pointer to a string equal to b: the same
+// pointer for every equal b while the table has room. The slices of a
+// request of 20,000 share a namespace, their label keys and their ports'
+// names and protocols; copied each time, those were a fifth of its
+// allocations. Nothing writes through the pointers (decoded objects never
+// change).
+func (d *wireDecoder) internPointer(b []byte) *string {
+	if p, ok := d.interned[string(b)]; ok {
+		return p
+	}
+	p := new(string(b))
+	d.remember(p)
+	return p
+}
+
+// intern is internPointer for a string field: a string the table has no
+// room for is one copy, without a pointer to it.
+func (d *wireDecoder) intern(b []byte) string {
+	if p, ok := d.interned[string(b)]; ok {
+		return *p
+	}
+	if !d.hasRoom(len(b)) {
+		return string(b)
+	}
+	p := new(string(b))
+	d.remember(p)
+	return *p
+}
+
+// hasRoom reports whether the table takes a string of n bytes.
+func (d *wireDecoder) hasRoom(n int) bool {
+	return n <= maxInternedBytes && len(d.interned) < maxInterned
+}
+
+// remember adds *p to the table when it has room.
+func (d *wireDecoder) remember(p *string) {
+	if !d.hasRoom(len(*p)) {
+		return
+	}
+	if d.interned == nil {
+		d.interned = make(map[string]*string)
+	}
+	d.interned[*p] = p
 }
 
 func (d *wireDecoder) translateRequest(b []byte, m *tributaryv1.TranslateRequest) bool {
@@ -271,20 +329,20 @@ func (d *wireDecoder) endpointSlice(b []byte) *tributaryv1.EndpointSlice {
 		b = rest
 		switch {
 		case f.num == 1 && slice.Metadata == nil:
-			if slice.Metadata = objectMetaWire(f.bytes); slice.Metadata == nil {
+			if slice.Metadata = d.objectMeta(f.bytes); slice.Metadata == nil {
 				return nil
 			}
 		case f.num == 2 && !seenAddressType:
 			if !utf8.Valid(f.bytes) {
 				return nil
 			}
-			slice.AddressType, seenAddressType = string(f.bytes), true
+			slice.AddressType, seenAddressType = d.intern(f.bytes), true
 		case f.num == 3:
 			if !d.endpoint(f.bytes) {
 				return nil
 			}
 		case f.num == 4:
-			port := unmarshalNew[tributaryv1.EndpointPort](f.bytes)
+			port := d.endpointPort(f.bytes)
 			if port == nil {
 				return nil
 			}
@@ -297,10 +355,11 @@ func (d *wireDecoder) endpointSlice(b []byte) *tributaryv1.EndpointSlice {
 	return slice
 }
 
-// objectMetaWire reads an ObjectMeta, or returns nil to decline: a slice's
+// objectMeta reads an ObjectMeta, or returns nil to decline: a slice's
 // metadata holds a label map, which protobuf reads through reflection, and
-// at tens of thousands of slices that was a fair part of a request.
-func objectMetaWire(b []byte) *tributaryv1.ObjectMeta {
+// at tens of thousands of slices that was a fair part of a request. Its
+// namespace and labels are interned; its name is the slice's own.
+func (d *wireDecoder) objectMeta(b []byte) *tributaryv1.ObjectMeta {
 	m := new(tributaryv1.ObjectMeta)
 	var seen [4]bool // namespace, name, generation: a second one merges
 	for len(b) > 0 {
@@ -313,17 +372,17 @@ func objectMetaWire(b []byte) *tributaryv1.ObjectMeta {
 		case f.num >= 1 && f.num <= 3 && seen[f.num]:
 			return nil
 		case f.is(1, protowire.BytesType) && utf8.Valid(f.bytes):
-			m.Namespace, seen[1] = string(f.bytes), true
+			m.Namespace, seen[1] = d.intern(f.bytes), true
 		case f.is(2, protowire.BytesType) && utf8.Valid(f.bytes):
 			m.Name, seen[2] = string(f.bytes), true
 		case f.is(3, protowire.VarintType):
 			m.Generation, seen[3] = int64(f.varint), true
 		case f.is(4, protowire.BytesType):
-			if !mapEntryWire(f.bytes, &m.Labels) {
+			if !d.mapEntry(f.bytes, &m.Labels) {
 				return nil
 			}
 		case f.is(5, protowire.BytesType):
-			if !mapEntryWire(f.bytes, &m.Annotations) {
+			if !d.mapEntry(f.bytes, &m.Annotations) {
 				return nil
 			}
 		default:
@@ -333,11 +392,11 @@ func objectMetaWire(b []byte) *tributaryv1.ObjectMeta {
 	return m
 }
 
-// mapEntryWire puts the entry of a map<string, string> that b encodes in
-// *m, making the map if need be, as protobuf does (a later entry of the
-// same key replaces an earlier one); it declines an entry that is not a
-// key then a value, each valid UTF-8, either left out.
-func mapEntryWire(b []byte, m *map[string]string) bool {
+// mapEntry puts the entry of a map<string, string> that b encodes in *m,
+// making the map if need be, as protobuf does (a later entry of the same
+// key replaces an earlier one), its key and value interned; it declines an
+// entry that is not a key then a value, each valid UTF-8, either left out.
+func (d *wireDecoder) mapEntry(b []byte, m *map[string]string) bool {
 	var key, value []byte
 	seenKey, seenValue := false, false
 	for len(b) > 0 {
@@ -358,8 +417,33 @@ func mapEntryWire(b []byte, m *map[string]string) bool {
 	if *m == nil {
 		*m = make(map[string]string, 1)
 	}
-	(*m)[string(key)] = string(value)
+	(*m)[d.intern(key)] = d.intern(value)
 	return true
+}
+
+// endpointPort reads an EndpointPort as protobuf would, its name and
+// protocol interned, or returns nil to decline: a field seen twice (which
+// protobuf merges), a string that is not UTF-8, any other field.
+func (d *wireDecoder) endpointPort(b []byte) *tributaryv1.EndpointPort {
+	p := new(tributaryv1.EndpointPort)
+	for len(b) > 0 {
+		f, rest, ok := nextField(b)
+		if !ok {
+			return nil
+		}
+		b = rest
+		switch {
+		case f.is(1, protowire.BytesType) && p.Name == nil && utf8.Valid(f.bytes):
+			p.Name = d.internPointer(f.bytes)
+		case f.is(2, protowire.VarintType) && p.Port == nil:
+			p.Port = new(int32(f.varint)) // truncated, as protobuf reads an int32
+		case f.is(3, protowire.BytesType) && p.Protocol == nil && utf8.Valid(f.bytes):
+			p.Protocol = d.internPointer(f.bytes)
+		default:
+			return nil
+		}
+	}
+	return p
 }
 
 // endpoint reads one Endpoint of the slice being read.

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"fmt"
 	"math/rand/v2"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -346,6 +347,15 @@ func realisticRequests(tb testing.TB) []proto.Message {
 			Deletes: []*tributaryv1.ObjectReference{{Kind: tributaryv1.ObjectKind_OBJECT_KIND_ENDPOINT_SLICE, Namespace: "ns", Name: "gone"}},
 		}}},
 	}
+	// More distinct short strings than the fast path interns, and strings
+	// too long to intern: past its table, each is a copy of its own.
+	var past []*tributaryv1.KubernetesObject
+	for i := range maxInterned + 100 {
+		m := sliceMeta(fmt.Sprintf("ns-%d", i), "s", fmt.Sprintf("svc-%d", i))
+		m.Labels[strings.Repeat("k", maxInternedBytes+1)] = strings.Repeat("v", maxInternedBytes+i%2)
+		past = append(past, endpointSliceObject(m, []*tributaryv1.EndpointPort{tcpPort(fmt.Sprintf("p%d", i), 9001)}, &tributaryv1.Endpoint{Addresses: []string{"10.0.0.1"}}))
+	}
+	requests = append(requests, &tributaryv1.TranslateRequest{Objects: past})
 	for seed := range uint64(5) {
 		g := objectgen.New(objectgen.FromRand(rand.New(rand.NewPCG(seed, 0x77697265))), objectgen.Defaults())
 		requests = append(requests, &tributaryv1.TranslateRequest{Objects: standardObjects(g.Objects())})
@@ -379,6 +389,12 @@ func oddAcceptedRequests() []proto.Message {
 				Endpoints: []*tributaryv1.Endpoint{{}, {Addresses: []string{""}}, {Addresses: []string{"", "x"}}, {Addresses: []string{"fd00::1"}}},
 			}}},
 			endpointSliceObject(sliceMeta("ns", "ports-only", "svc"), []*tributaryv1.EndpointPort{{}, tcpPort("grpc", 9001)}),
+			// Ports as protobuf reads them: a negative number (ten bytes on
+			// the wire), one past 65535, fields left out, one port twice.
+			endpointSliceObject(sliceMeta("ns", "odd-ports", "svc"), []*tributaryv1.EndpointPort{
+				{Port: proto.Int32(-1)}, {Port: proto.Int32(70000)}, {Name: proto.String("")}, {Protocol: proto.String("UDP")},
+				tcpPort("grpc", 9001), tcpPort("grpc", 9001),
+			}),
 			endpointSliceObject(meta("ns", "wide"), nil, &tributaryv1.Endpoint{Addresses: []string{"é.example", strings.Repeat("a", 300)}}),
 		}},
 		&tributaryv1.SyncRequest{Message: &tributaryv1.SyncRequest_Batch{Batch: &tributaryv1.SyncBatch{}}},
@@ -432,6 +448,12 @@ func declinedRequests(tb testing.TB) (translate, sync []declinedCase) {
 		{"ready as bytes", requestWithEndpoint(address, bytesField(2, bytesField(1, []byte{1})))},
 		{"a group", requestWithEndpoint(address, protowire.AppendTag(nil, 5, protowire.StartGroupType), protowire.AppendTag(nil, 5, protowire.EndGroupType))},
 		{"metadata that is not UTF-8", requestWithSlice(bytesField(1, bytesField(1, []byte("\xff"))))},
+		{"port name twice", requestWithSlice(sliceMetadata, bytesField(4, append(bytesField(1, []byte("a")), bytesField(1, []byte("b"))...)))},
+		{"port number twice", requestWithSlice(sliceMetadata, bytesField(4, append(varintField(2, 1), varintField(2, 2)...)))},
+		{"port protocol twice", requestWithSlice(sliceMetadata, bytesField(4, append(bytesField(3, []byte("TCP")), bytesField(3, []byte("UDP"))...)))},
+		{"unknown field of a port", requestWithSlice(sliceMetadata, bytesField(4, varintField(4, 1)))},
+		{"a port name that is not UTF-8", requestWithSlice(sliceMetadata, bytesField(4, bytesField(1, []byte("\xff"))))},
+		{"a port number as bytes", requestWithSlice(sliceMetadata, bytesField(4, bytesField(2, []byte{1})))},
 		{"truncated", realistic[:len(realistic)-1]},
 		{"truncated endpoint", requestWithEndpoint(address[:len(address)-2])},
 		{"a field number 0", append(bytes.Clone(realistic), 0x02, 0x00)},
@@ -497,5 +519,30 @@ func BenchmarkUnmarshalRequest(b *testing.B) {
 				b.ReportMetric(cputime.PerOp(cpu, ops), "cpu-ns/op")
 			})
 		}
+	}
+}
+
+// TestInternBounded: equal strings share one copy while the table has
+// room, and the table never holds more than maxInterned strings, none
+// longer than maxInternedBytes, whatever a request repeats.
+func TestInternBounded(t *testing.T) {
+	var d wireDecoder
+	if a, b := d.internPointer([]byte("grpc")), d.internPointer([]byte("grpc")); a != b || *a != "grpc" {
+		t.Errorf("two internings of grpc: %p and %p (%q)", a, b, *a)
+	}
+	long := bytes.Repeat([]byte("x"), maxInternedBytes+1)
+	if got := d.intern(long); got != string(long) {
+		t.Errorf("a long string interned as %q", got)
+	}
+	for i := range maxInterned + 10 {
+		if got, want := d.intern([]byte(strconv.Itoa(i))), strconv.Itoa(i); got != want {
+			t.Fatalf("interned %q as %q", want, got)
+		}
+	}
+	if len(d.interned) != maxInterned {
+		t.Errorf("the table holds %d strings, want %d", len(d.interned), maxInterned)
+	}
+	if _, ok := d.interned[string(long)]; ok {
+		t.Error("the table holds a string longer than maxInternedBytes")
 	}
 }
