@@ -1,6 +1,7 @@
 package server
 
 import (
+	"iter"
 	"unicode/utf8"
 
 	"google.golang.org/grpc/mem"
@@ -174,12 +175,10 @@ func (d *wireDecoder) translateRequest(b []byte, m *tributaryv1.TranslateRequest
 		objects                  []*tributaryv1.KubernetesObject
 		includeJSON, seenInclude bool
 	)
-	for len(b) > 0 {
-		f, rest, ok := nextField(b)
+	for f, ok := range fields(b) {
 		if !ok {
 			return false
 		}
-		b = rest
 		switch {
 		case f.is(1, protowire.BytesType) && settings == nil:
 			if settings = unmarshalNew[tributaryv1.Settings](f.bytes); settings == nil {
@@ -209,12 +208,10 @@ func (d *wireDecoder) translateRequest(b []byte, m *tributaryv1.TranslateRequest
 // one message per session, is left to protobuf.
 func (d *wireDecoder) syncRequest(b []byte, m *tributaryv1.SyncRequest) bool {
 	var batch *tributaryv1.SyncBatch
-	for len(b) > 0 {
-		f, rest, ok := nextField(b)
+	for f, ok := range fields(b) {
 		if !ok || !f.is(2, protowire.BytesType) || batch != nil {
 			return false
 		}
-		b = rest
 		if batch = d.syncBatch(f.bytes); batch == nil {
 			return false
 		}
@@ -230,12 +227,10 @@ func (d *wireDecoder) syncRequest(b []byte, m *tributaryv1.SyncRequest) bool {
 func (d *wireDecoder) syncBatch(b []byte) *tributaryv1.SyncBatch {
 	batch := new(tributaryv1.SyncBatch)
 	seenID := false
-	for len(b) > 0 {
-		f, rest, ok := nextField(b)
+	for f, ok := range fields(b) {
 		if !ok {
 			return nil
 		}
-		b = rest
 		switch {
 		case f.is(1, protowire.VarintType) && !seenID:
 			batch.Id, seenID = f.varint, true
@@ -262,15 +257,13 @@ func (d *wireDecoder) syncBatch(b []byte) *tributaryv1.SyncBatch {
 // kind through protobuf.
 func (d *wireDecoder) object(b []byte) *tributaryv1.KubernetesObject {
 	o := new(tributaryv1.KubernetesObject)
-	for len(b) > 0 {
-		f, rest, ok := nextField(b)
+	for f, ok := range fields(b) {
 		// A second member of the oneof replaces the first, and a second
 		// instance of the same member merges into it: both left to
 		// protobuf.
 		if !ok || f.typ != protowire.BytesType || o.Kind != nil {
 			return nil
 		}
-		b = rest
 		switch f.num {
 		case 1:
 			if es := unmarshalNew[tributaryv1.ExtensionService](f.bytes); es != nil {
@@ -321,12 +314,10 @@ func (d *wireDecoder) endpointSlice(b []byte) *tributaryv1.EndpointSlice {
 	slice := new(tributaryv1.EndpointSlice)
 	seenAddressType := false
 	d.endpoints, d.addresses = d.endpoints[:0], d.addresses[:0]
-	for len(b) > 0 {
-		f, rest, ok := nextField(b)
+	for f, ok := range fields(b) {
 		if !ok || f.typ != protowire.BytesType {
 			return nil
 		}
-		b = rest
 		switch {
 		case f.num == 1 && slice.Metadata == nil:
 			if slice.Metadata = d.objectMeta(f.bytes); slice.Metadata == nil {
@@ -362,12 +353,10 @@ func (d *wireDecoder) endpointSlice(b []byte) *tributaryv1.EndpointSlice {
 func (d *wireDecoder) objectMeta(b []byte) *tributaryv1.ObjectMeta {
 	m := new(tributaryv1.ObjectMeta)
 	var seen [4]bool // namespace, name, generation: a second one merges
-	for len(b) > 0 {
-		f, rest, ok := nextField(b)
+	for f, ok := range fields(b) {
 		if !ok {
 			return nil
 		}
-		b = rest
 		switch {
 		case f.num >= 1 && f.num <= 3 && seen[f.num]:
 			return nil
@@ -399,12 +388,10 @@ func (d *wireDecoder) objectMeta(b []byte) *tributaryv1.ObjectMeta {
 func (d *wireDecoder) mapEntry(b []byte, m *map[string]string) bool {
 	var key, value []byte
 	seenKey, seenValue := false, false
-	for len(b) > 0 {
-		f, rest, ok := nextField(b)
+	for f, ok := range fields(b) {
 		if !ok || f.typ != protowire.BytesType || !utf8.Valid(f.bytes) {
 			return false
 		}
-		b = rest
 		switch {
 		case f.num == 1 && !seenKey && !seenValue:
 			key, seenKey = f.bytes, true
@@ -426,12 +413,10 @@ func (d *wireDecoder) mapEntry(b []byte, m *map[string]string) bool {
 // protobuf merges), a string that is not UTF-8, any other field.
 func (d *wireDecoder) endpointPort(b []byte) *tributaryv1.EndpointPort {
 	p := new(tributaryv1.EndpointPort)
-	for len(b) > 0 {
-		f, rest, ok := nextField(b)
+	for f, ok := range fields(b) {
 		if !ok {
 			return nil
 		}
-		b = rest
 		switch {
 		case f.is(1, protowire.BytesType) && p.Name == nil && utf8.Valid(f.bytes):
 			p.Name = d.internPointer(f.bytes)
@@ -462,12 +447,10 @@ func (d *wireDecoder) endpoint(b []byte) bool {
 			return true
 		}
 	}
-	for len(b) > 0 {
-		f, rest, ok := nextField(b)
+	for f, ok := range fields(b) {
 		if !ok || f.typ != protowire.BytesType {
 			return false
 		}
-		b = rest
 		switch {
 		case f.num == 1:
 			if !d.address(f.bytes, &e) {
@@ -509,12 +492,10 @@ func conditionsWire(b []byte, c *conditionsOnWire) bool {
 		c.value = [3]bool{b[1] == 1, b[3] == 1, b[5] == 1}
 		return true
 	}
-	for len(b) > 0 {
-		f, rest, ok := nextField(b)
+	for f, ok := range fields(b) {
 		if !ok || f.typ != protowire.VarintType || f.num < 1 || f.num > 3 {
 			return false
 		}
-		b = rest
 		i := f.num - 1
 		if c.set[i] {
 			return false
@@ -588,6 +569,20 @@ func nextField(b []byte) (f wireField, rest []byte, ok bool) {
 		return f, nil, false
 	}
 	return f, b[n:], true
+}
+
+// fields yields the fields of b in order, the last with ok false when it
+// is malformed (see nextField), after which there are no more.
+func fields(b []byte) iter.Seq2[wireField, bool] {
+	return func(yield func(wireField, bool) bool) {
+		for len(b) > 0 {
+			f, rest, ok := nextField(b)
+			if !yield(f, ok) || !ok {
+				return
+			}
+			b = rest
+		}
+	}
 }
 
 // wireBool reads a bool's varint. protobuf reads any value but 0 as true;
