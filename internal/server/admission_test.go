@@ -66,8 +66,13 @@ func paddedRequest(t *testing.T, clusterName string, size int) *tributaryv1.Tran
 // once they end.
 func TestInflightBudget(t *testing.T) {
 	held := heldTranslate{NewTranslationService(), make(chan struct{}), make(chan struct{})}
-	opts := quietOptions()
-	opts.MaxInflightBytes = DecodeAmplification * 3000 // room for 3000 wire bytes
+	opts, codec, _ := observedOptions(DecodeAmplification * 3000) // room for 3000 wire bytes
+	// A call gives its share back at its End, which gRPC reports after
+	// the client may have read the response: the next call that needs
+	// the share waits for it.
+	givenBack := func() {
+		waitUntil(t, "the calls' shares to be given back", func() bool { return codec.budget.used.Load() == 0 })
+	}
 	translation := tributaryv1.NewTranslationServiceClient(dialBufconn(t, newGRPCServer(opts, held)))
 
 	first := make(chan error, 1)
@@ -91,9 +96,10 @@ func TestInflightBudget(t *testing.T) {
 	if err := <-first; err != nil {
 		t.Fatalf("the request held: %v", err)
 	}
-	// Everything was given back: the larger request fits now, and so
+	// Everything is given back: the larger request fits now, and so
 	// does one of the whole budget.
 	for _, size := range []int{1001, 3000} {
+		givenBack()
 		if _, err := translation.Translate(t.Context(), paddedRequest(t, "other", size)); err != nil {
 			t.Errorf("a request of %d bytes once nothing is in flight: %v", size, err)
 		}
