@@ -395,6 +395,14 @@ func oddAcceptedRequests() []proto.Message {
 				{Port: proto.Int32(-1)}, {Port: proto.Int32(70000)}, {Name: proto.String("")}, {Protocol: proto.String("UDP")},
 				tcpPort("grpc", 9001), tcpPort("grpc", 9001),
 			}),
+			// Services as protobuf reads them: without metadata or spec, an
+			// ExternalName, ports with fields left out or out of range.
+			{Kind: &tributaryv1.KubernetesObject_Service{Service: &tributaryv1.Service{}}},
+			{Kind: &tributaryv1.KubernetesObject_Service{Service: &tributaryv1.Service{Metadata: meta("ns", "bare")}}},
+			{Kind: &tributaryv1.KubernetesObject_Service{Service: &tributaryv1.Service{Metadata: meta("ns", "external"),
+				Spec: &tributaryv1.ServiceSpec{Type: "ExternalName", ExternalName: "auth.example.com"}}}},
+			serviceObject(meta("ns", "odd-ports"), &tributaryv1.ServicePort{}, &tributaryv1.ServicePort{Port: -1, TargetPort: "http"},
+				&tributaryv1.ServicePort{Name: "grpc", Port: 70000, Protocol: "UDP"}),
 			endpointSliceObject(meta("ns", "wide"), nil, &tributaryv1.Endpoint{Addresses: []string{"é.example", strings.Repeat("a", 300)}}),
 		}},
 		&tributaryv1.SyncRequest{Message: &tributaryv1.SyncRequest_Batch{Batch: &tributaryv1.SyncBatch{}}},
@@ -426,6 +434,10 @@ func declinedRequests(tb testing.TB) (translate, sync []declinedCase) {
 	address := bytesField(1, []byte("10.0.0.1"))
 	realistic := marshalWire(tb, &tributaryv1.TranslateRequest{Objects: standardObjects(workload.Standard(1, 2))})
 	sliceMetadata := bytesField(1, marshalWire(tb, sliceMeta("ns", "s", "svc")))
+	serviceRequest := func(service ...[]byte) []byte {
+		return bytesField(2, bytesField(2, bytes.Join(service, nil)))
+	}
+	serviceMetadata := bytesField(1, marshalWire(tb, meta("ns", "svc")))
 	translate = []declinedCase{
 		{"unknown field of an endpoint", requestWithEndpoint(address, bytesField(9, []byte("x")))},
 		{"unknown field of conditions", requestWithEndpoint(address, bytesField(2, varintField(4, 1)))},
@@ -448,6 +460,19 @@ func declinedRequests(tb testing.TB) (translate, sync []declinedCase) {
 		{"ready as bytes", requestWithEndpoint(address, bytesField(2, bytesField(1, []byte{1})))},
 		{"a group", requestWithEndpoint(address, protowire.AppendTag(nil, 5, protowire.StartGroupType), protowire.AppendTag(nil, 5, protowire.EndGroupType))},
 		{"metadata that is not UTF-8", requestWithSlice(bytesField(1, bytesField(1, []byte("\xff"))))},
+		{"service metadata twice", serviceRequest(serviceMetadata, serviceMetadata)},
+		{"service spec twice", serviceRequest(bytesField(2, nil), bytesField(2, nil))},
+		{"unknown field of a service", serviceRequest(serviceMetadata, varintField(3, 1))},
+		{"service type twice", serviceRequest(bytesField(2, append(bytesField(1, []byte("ClusterIP")), bytesField(1, []byte("NodePort"))...)))},
+		{"external name twice", serviceRequest(bytesField(2, append(bytesField(2, []byte("a")), bytesField(2, []byte("b"))...)))},
+		{"unknown field of a service spec", serviceRequest(bytesField(2, varintField(9, 1)))},
+		{"a service type that is not UTF-8", serviceRequest(bytesField(2, bytesField(1, []byte("\xff"))))},
+		{"service port number twice", serviceRequest(bytesField(2, bytesField(3, append(varintField(2, 1), varintField(2, 2)...))))},
+		{"service port name twice", serviceRequest(bytesField(2, bytesField(3, append(bytesField(1, []byte("a")), bytesField(1, []byte("b"))...))))},
+		{"unknown field of a service port", serviceRequest(bytesField(2, bytesField(3, varintField(5, 1))))},
+		{"a target port that is not UTF-8", serviceRequest(bytesField(2, bytesField(3, bytesField(3, []byte("\xff")))))},
+		{"a service port number as bytes", serviceRequest(bytesField(2, bytesField(3, bytesField(2, []byte{1}))))},
+		{"a service port name as a varint", serviceRequest(bytesField(2, bytesField(3, varintField(1, 1))))},
 		{"port name twice", requestWithSlice(sliceMetadata, bytesField(4, append(bytesField(1, []byte("a")), bytesField(1, []byte("b"))...)))},
 		{"port number twice", requestWithSlice(sliceMetadata, bytesField(4, append(varintField(2, 1), varintField(2, 2)...)))},
 		{"port protocol twice", requestWithSlice(sliceMetadata, bytesField(4, append(bytesField(3, []byte("TCP")), bytesField(3, []byte("UDP"))...)))},
