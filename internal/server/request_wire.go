@@ -134,9 +134,10 @@ func (d *wireDecoder) internPointer(b []byte) *string {
 	if p, ok := d.interned[string(b)]; ok {
 		return p
 	}
-	p := new(string(b))
-	d.remember(p)
-	return p
+	if !d.hasRoom(len(b)) {
+		return new(string(b))
+	}
+	return d.remember(string(b))
 }
 
 // intern is internPointer for a string field: a string the table has no
@@ -148,9 +149,7 @@ func (d *wireDecoder) intern(b []byte) string {
 	if !d.hasRoom(len(b)) {
 		return string(b)
 	}
-	p := new(string(b))
-	d.remember(p)
-	return *p
+	return *d.remember(string(b))
 }
 
 // hasRoom reports whether the table takes a string of n bytes.
@@ -158,15 +157,15 @@ func (d *wireDecoder) hasRoom(n int) bool {
 	return n <= maxInternedBytes && len(d.interned) < maxInterned
 }
 
-// remember adds *p to the table when it has room.
-func (d *wireDecoder) remember(p *string) {
-	if !d.hasRoom(len(*p)) {
-		return
-	}
+// remember adds s to the table, which has room for it, and returns the
+// pointer every later equal string gets.
+func (d *wireDecoder) remember(s string) *string {
 	if d.interned == nil {
 		d.interned = make(map[string]*string)
 	}
-	d.interned[*p] = p
+	p := &s
+	d.interned[s] = p
+	return p
 }
 
 func (d *wireDecoder) translateRequest(b []byte, m *tributaryv1.TranslateRequest) bool {

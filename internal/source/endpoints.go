@@ -59,11 +59,15 @@ func (e Endpoints) Len() int { return len(e.starts) }
 // Address is endpoint i's address. It shares the memory of e: a caller
 // that keeps it keeps every address of e.
 func (e Endpoints) Address(i int) string {
-	end := len(e.addresses)
+	return e.addresses[e.starts[i]&^notReadyBit : e.end(i)]
+}
+
+// end is where endpoint i's address ends: where the next one starts.
+func (e Endpoints) end(i int) uint32 {
 	if i+1 < len(e.starts) {
-		end = int(e.starts[i+1] &^ notReadyBit)
+		return e.starts[i+1] &^ notReadyBit
 	}
-	return e.addresses[e.starts[i]&^notReadyBit : end]
+	return uint32(len(e.addresses))
 }
 
 // NotReady reports whether endpoint i is not ready.
@@ -73,17 +77,12 @@ func (e Endpoints) NotReady(i int) bool { return e.starts[i]&notReadyBit != 0 }
 // from on, in order: the collector's walk, which reads each offset once.
 func (e Endpoints) Ready(from int) iter.Seq2[int, string] {
 	return func(yield func(int, string) bool) {
-		starts, addresses := e.starts, e.addresses
-		for i := from; i < len(starts); i++ {
-			start := starts[i]
+		for i := from; i < len(e.starts); i++ {
+			start := e.starts[i]
 			if start&notReadyBit != 0 {
 				continue
 			}
-			end := uint32(len(addresses))
-			if i+1 < len(starts) {
-				end = starts[i+1] &^ notReadyBit
-			}
-			if !yield(i, addresses[start:end]) {
+			if !yield(i, e.addresses[start:e.end(i)]) {
 				return
 			}
 		}
