@@ -32,8 +32,8 @@ func newTestIndex(slices []source.EndpointSlice) *testIndex {
 func (x *testIndex) put(es *source.EndpointSlice) {
 	x.delete(es.NamespacedName())
 	x.byName[es.NamespacedName()] = es
-	if svc, ok := es.Labels[source.ServiceNameLabel]; ok {
-		key := source.NamespacedName{Namespace: es.Namespace, Name: svc}
+	if es.Service != "" {
+		key := source.NamespacedName{Namespace: es.Namespace, Name: es.Service}
 		list := append(x.byService[key], es)
 		slices.SortFunc(list, func(a, b *source.EndpointSlice) int { return cmp.Compare(a.Name, b.Name) })
 		x.byService[key] = list
@@ -46,8 +46,8 @@ func (x *testIndex) delete(name source.NamespacedName) {
 		return
 	}
 	delete(x.byName, name)
-	if svc, ok := old.Labels[source.ServiceNameLabel]; ok {
-		key := source.NamespacedName{Namespace: old.Namespace, Name: svc}
+	if old.Service != "" {
+		key := source.NamespacedName{Namespace: old.Namespace, Name: old.Service}
 		x.byService[key] = slices.DeleteFunc(x.byService[key], func(es *source.EndpointSlice) bool { return es == old })
 	}
 }

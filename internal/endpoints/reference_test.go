@@ -11,7 +11,6 @@ import (
 	"github.com/google/go-cmp/cmp/cmpopts"
 
 	"github.com/tributary-dev/tributary/internal/objectgen"
-	"github.com/tributary-dev/tributary/internal/source"
 )
 
 // FuzzCollect holds Collector to Reference: slices and targets drawn from
@@ -100,7 +99,7 @@ func checkAgainstReference(t *testing.T, g *objectgen.Generator) bool {
 func dump(x *testIndex) string {
 	var b strings.Builder
 	for _, es := range x.byName {
-		fmt.Fprintf(&b, "\n  %s/%s for %q, %s:", es.Namespace, es.Name, es.Labels[source.ServiceNameLabel], es.AddressType)
+		fmt.Fprintf(&b, "\n  %s/%s for %q, %s:", es.Namespace, es.Name, es.Service, es.AddressType)
 		for _, p := range es.Ports {
 			fmt.Fprintf(&b, " port{%s %s %s}", show(p.Name), show(p.Port), show(p.Protocol))
 		}

@@ -300,7 +300,7 @@ func TestBuildLocalities(t *testing.T) {
 			objectgen.Slice("a-1", "a", "IPv4", http, objectgen.WithReady(false, "10.0.0.1")),
 			objectgen.Slice("c-1", "c", "IPv4", http, objectgen.ReadyAt("10.0.2.1")),
 			// Labelled for b, but in another namespace.
-			{Meta: source.Meta{Namespace: "other", Name: "b-1", Labels: map[string]string{source.ServiceNameLabel: "b"}},
+			{Meta: source.Meta{Namespace: "other", Name: "b-1"}, Service: "b",
 				AddressType: "IPv4", Ports: http, Endpoints: source.MakeEndpoints(objectgen.ReadyAt("10.0.1.1"))},
 			// In the namespace, but not labelled.
 			{Meta: source.Meta{Namespace: testNamespace, Name: "b-2"},

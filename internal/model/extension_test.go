@@ -68,10 +68,8 @@ func xtWorld(t testing.TB) source.Objects {
 			Ports: []source.ServicePort{{Name: "grpc", Port: 9000, TargetPort: "9000", Protocol: "TCP"}},
 		}},
 		EndpointSlices: []source.EndpointSlice{{
-			Meta: source.Meta{
-				Namespace: xtNS, Name: "grpc-abc",
-				Labels: map[string]string{source.ServiceNameLabel: "grpc"},
-			},
+			Meta:        source.Meta{Namespace: xtNS, Name: "grpc-abc"},
+			Service:     "grpc",
 			AddressType: "IPv4",
 			Endpoints:   source.MakeEndpoints(source.Endpoint{Address: "10.0.0.1"}),
 			Ports:       []source.EndpointPort{{Name: xtStr("grpc"), Port: new(int32(9000)), Protocol: xtStr("TCP")}},

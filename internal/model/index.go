@@ -84,11 +84,10 @@ func (idx *Index) indexEndpointSlices(list []source.EndpointSlice) {
 		if repeated && idx.sliceByName[s.NamespacedName()] != s {
 			continue // a later slice of the same name replaced it
 		}
-		svc, ok := s.ServiceName()
-		if !ok {
+		if s.Service == "" {
 			continue
 		}
-		key := source.NamespacedName{Namespace: s.Namespace, Name: svc}
+		key := source.NamespacedName{Namespace: s.Namespace, Name: s.Service}
 		e := idx.services[key]
 		if e.slices == nil {
 			firsts[i] = s
@@ -137,11 +136,10 @@ func (idx *Index) PutEndpointSlice(s *source.EndpointSlice) {
 	name := s.NamespacedName()
 	idx.DeleteEndpointSlice(name)
 	idx.sliceByName[name] = s
-	svc, ok := s.ServiceName()
-	if !ok {
+	if s.Service == "" {
 		return
 	}
-	key := source.NamespacedName{Namespace: s.Namespace, Name: svc}
+	key := source.NamespacedName{Namespace: s.Namespace, Name: s.Service}
 	e := idx.services[key]
 	e.slices = insertSliceByName(e.slices, s)
 	idx.services[key] = e
@@ -154,11 +152,10 @@ func (idx *Index) DeleteEndpointSlice(name source.NamespacedName) {
 		return
 	}
 	delete(idx.sliceByName, name)
-	svc, ok := old.ServiceName()
-	if !ok {
+	if old.Service == "" {
 		return
 	}
-	key := source.NamespacedName{Namespace: old.Namespace, Name: svc}
+	key := source.NamespacedName{Namespace: old.Namespace, Name: old.Service}
 	e := idx.services[key]
 	e.slices = slices.DeleteFunc(e.slices, func(s *source.EndpointSlice) bool { return s == old })
 	switch {

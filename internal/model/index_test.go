@@ -12,7 +12,7 @@ import (
 )
 
 func slice(ns, name, svc string) *source.EndpointSlice {
-	return &source.EndpointSlice{Meta: source.Meta{Namespace: ns, Name: name, Labels: map[string]string{source.ServiceNameLabel: svc}}}
+	return &source.EndpointSlice{Meta: source.Meta{Namespace: ns, Name: name}, Service: svc}
 }
 
 func sliceNames(list []*source.EndpointSlice) []string {
@@ -93,11 +93,8 @@ func TestNewIndexMatchesPuts(t *testing.T) {
 		}
 		for range r.IntN(10) {
 			s := *slice(pick(), pick()+"-"+pick(), pick())
-			switch r.IntN(5) {
-			case 0:
-				s.Labels = nil
-			case 1:
-				s.Labels[source.ServiceNameLabel] = ""
+			if r.IntN(5) < 2 {
+				s.Service = ""
 			}
 			objs.EndpointSlices = append(objs.EndpointSlices, s)
 		}

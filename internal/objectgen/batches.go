@@ -176,7 +176,7 @@ func (g *Generator) editSlice(es source.EndpointSlice, edits int) (source.Endpoi
 	case 5:
 		es.Ports = g.EndpointPorts()
 	case 6:
-		es.Labels = g.serviceLabel()
+		es.Service = g.sliceService()
 	case 7:
 		return es, true
 	}

@@ -24,7 +24,8 @@ func Ports(ps ...source.EndpointPort) []source.EndpointPort { return ps }
 // service.
 func Slice(name, service, family string, ports []source.EndpointPort, eps ...source.Endpoint) source.EndpointSlice {
 	return source.EndpointSlice{
-		Meta:        source.Meta{Namespace: Namespace, Name: name, Labels: map[string]string{source.ServiceNameLabel: service}},
+		Meta:        source.Meta{Namespace: Namespace, Name: name},
+		Service:     service,
 		AddressType: family,
 		Ports:       ports,
 		Endpoints:   source.MakeEndpoints(eps...),

@@ -228,8 +228,7 @@ func (g *Generator) Service(meta source.Meta) source.Service {
 // time in eight for none), with up to three ports and up to MaxEndpoints
 // endpoints.
 func (g *Generator) EndpointSlice(meta source.Meta) source.EndpointSlice {
-	meta.Labels = g.serviceLabel()
-	es := source.EndpointSlice{Meta: meta, AddressType: Pick(g, g.families...)}
+	es := source.EndpointSlice{Meta: meta, Service: g.sliceService(), AddressType: Pick(g, g.families...)}
 	es.Ports = g.EndpointPorts()
 	eps := make([]source.Endpoint, g.IntN(g.o.MaxEndpoints+1))
 	for i := range eps {
@@ -239,13 +238,13 @@ func (g *Generator) EndpointSlice(meta source.Meta) source.EndpointSlice {
 	return es
 }
 
-// serviceLabel labels a slice for a Service of the universe, or (one time
-// in eight) for none.
-func (g *Generator) serviceLabel() map[string]string {
+// sliceService draws the Service a slice is labelled for: one of the
+// universe, or (one time in eight) none.
+func (g *Generator) sliceService() string {
 	if g.Chance(8) {
-		return nil
+		return ""
 	}
-	return map[string]string{source.ServiceNameLabel: Pick(g, g.o.Universe.Services...)}
+	return Pick(g, g.o.Universe.Services...)
 }
 
 // EndpointPorts draws up to three ports of a slice.

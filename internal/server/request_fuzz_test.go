@@ -59,9 +59,19 @@ func FuzzDecodeRequest(f *testing.F) {
 			if v := es.Spec.Validation; v != nil && (caSecretLimit.tooLong(v.CASecret) || subjectNameLimit.tooLong(v.SubjectName)) {
 				t.Errorf("accepted a caSecret of %d bytes and a subjectName of %d", len(v.CASecret), len(v.SubjectName))
 			}
-			for k, v := range es.Labels {
-				if !isQualifiedName(k) || !isLabelValue(v) {
-					t.Errorf("accepted the label %q=%q", k, v)
+		}
+		// Labels are checked and then dropped (but for a slice's service
+		// name), so an accepted request's own must all be valid.
+		for _, o := range req.GetObjects() {
+			for _, object := range []interface {
+				GetMetadata() *tributaryv1.ObjectMeta
+			}{
+				o.GetExtensionService(), o.GetService(), o.GetEndpointSlice(), o.GetSecret(), o.GetTlsCertificateDelegation(),
+			} {
+				for k, v := range object.GetMetadata().GetLabels() {
+					if !isQualifiedName(k) || !isLabelValue(v) {
+						t.Errorf("accepted the label %q=%q", k, v)
+					}
 				}
 			}
 		}

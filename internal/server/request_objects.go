@@ -156,8 +156,10 @@ func (d *decoder) meta(ref objectRef, m *tributaryv1.ObjectMeta, p *problems) so
 		return source.Meta{}
 	}
 	ok := checkName(ref, p, "metadata.namespace", "metadata.name")
-	meta := source.Meta{Namespace: m.GetNamespace(), Name: m.GetName(), Generation: m.GetGeneration(), Labels: m.GetLabels()}
-	checkLabels(ref, p, meta.Labels)
+	meta := source.Meta{Namespace: m.GetNamespace(), Name: m.GetName(), Generation: m.GetGeneration()}
+	// Labels are checked on every kind; of their values, translation reads
+	// only an EndpointSlice's service name (source.EndpointSlice.Service).
+	checkLabels(ref, p, m.GetLabels())
 	if ok {
 		key := source.NamespacedName{Namespace: meta.Namespace, Name: meta.Name}
 		seen := d.seen[ref.kind.Kind]
@@ -251,9 +253,13 @@ func (d *decoder) endpointSlice(i int, pb *tributaryv1.EndpointSlice, p *problem
 	// A slice without the service-name label is decoded like any other:
 	// Kubernetes allows it (custom controllers make such slices), and
 	// translation ignores it, as Contour does (see
-	// source.EndpointSlice.ServiceName). In a Sync session it can still
+	// source.EndpointSlice.Service). In a Sync session it can still
 	// replace, as an upsert, a slice that had the label.
-	es := source.EndpointSlice{Meta: d.meta(ref, pb.GetMetadata(), p), AddressType: pb.GetAddressType()}
+	es := source.EndpointSlice{
+		Meta:        d.meta(ref, pb.GetMetadata(), p),
+		Service:     pb.GetMetadata().GetLabels()[source.ServiceNameLabel],
+		AddressType: pb.GetAddressType(),
+	}
 	keywordLimit.check(ref, p, "addressType", es.AddressType)
 	if d.sliceEndpoints != nil {
 		// Made as the loop below would make them, the checks below already

@@ -85,7 +85,8 @@ func TestDecodeRequest(t *testing.T) {
 			Ports: []source.ServicePort{{Name: "grpc", Port: 9000, TargetPort: "9001", Protocol: "TCP"}},
 		}},
 		EndpointSlices: []source.EndpointSlice{{
-			Meta:        source.Meta{Namespace: "ns", Name: "svc-abc", Labels: map[string]string{source.ServiceNameLabel: "svc"}},
+			Meta:        source.Meta{Namespace: "ns", Name: "svc-abc"},
+			Service:     "svc",
 			AddressType: "IPv4",
 			Endpoints: source.MakeEndpoints(
 				source.Endpoint{Address: "10.0.0.2"},

@@ -55,9 +55,7 @@ func endpointSlice(namespace, name, service string, addresses ...string) source.
 		AddressType: "IPv4",
 		Ports:       []source.EndpointPort{{Name: strp("grpc"), Port: i32p(9000), Protocol: strp("TCP")}},
 	}
-	if service != "" {
-		slice.Labels = map[string]string{source.ServiceNameLabel: service}
-	}
+	slice.Service = service
 	var eps source.EndpointsBuilder
 	for _, a := range addresses {
 		eps.Add(a, false)

@@ -316,8 +316,8 @@ func (s *Session) unlink(e *extension) {
 
 // markSliceService marks the readers of the Service slice is labelled for.
 func (s *Session) markSliceService(slice *source.EndpointSlice) {
-	if svc, ok := slice.ServiceName(); ok {
-		s.markTarget(source.NamespacedName{Namespace: slice.Namespace, Name: svc})
+	if slice.Service != "" {
+		s.markTarget(source.NamespacedName{Namespace: slice.Namespace, Name: slice.Service})
 	}
 }
 

@@ -62,11 +62,7 @@ const (
 )
 
 func metaSize(m *source.Meta) int64 {
-	n := int64(len(m.Namespace)+len(m.Name)) + mapEntrySize
-	for k, v := range m.Labels {
-		n += int64(len(k)+len(v)) + mapEntrySize
-	}
-	return n
+	return int64(len(m.Namespace)+len(m.Name)) + mapEntrySize
 }
 
 func extensionServiceSize(es *source.ExtensionService) int64 {
@@ -121,7 +117,7 @@ const (
 
 func endpointSliceSize(slice *source.EndpointSlice) int64 {
 	// Indexed by name and by the Service it is labelled for.
-	n := int64(unsafe.Sizeof(*slice)) + metaSize(&slice.Meta) + mapEntrySize + int64(len(slice.AddressType)) + sliceCacheEntrySize
+	n := int64(unsafe.Sizeof(*slice)) + metaSize(&slice.Meta) + mapEntrySize + int64(len(slice.Service)+len(slice.AddressType)) + sliceCacheEntrySize
 	cachedKeys := int64(max(1, len(slice.Ports))) * cachedKeySize
 	eps := int64(slice.Endpoints.Len())
 	n += eps*(source.PackedEndpointBytes+cachedKeys+addressOutputSize) + int64(slice.Endpoints.AddressBytes())

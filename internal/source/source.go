@@ -17,7 +17,6 @@ type Meta struct {
 	Namespace  string
 	Name       string
 	Generation int64
-	Labels     map[string]string
 	// Annotations holds, for an ExtensionService, the annotations whose key
 	// starts with AnnotationPrefix; the API boundary drops the others, and
 	// every annotation of other kinds.
@@ -121,18 +120,16 @@ const ServiceNameLabel = "kubernetes.io/service-name"
 // translation reads.
 type EndpointSlice struct {
 	Meta
+	// Service is the value of the slice's ServiceNameLabel, the Service it
+	// belongs to; "" when the label is absent or empty, a slice Kubernetes
+	// allows (custom controllers make them) and translation ignores, as
+	// Contour does. It is the only label translation reads, so the API
+	// boundary keeps no other: a map per slice would cost a session
+	// several bytes per endpoint.
+	Service     string
 	AddressType string
 	Endpoints   Endpoints
 	Ports       []EndpointPort
-}
-
-// ServiceName is the Service the slice belongs to: the value of its
-// ServiceNameLabel, with ok false when the label is absent or empty. A
-// slice of no Service is one Kubernetes allows (custom controllers make
-// them) and translation ignores, as Contour does.
-func (s *EndpointSlice) ServiceName() (name string, ok bool) {
-	name = s.Labels[ServiceNameLabel]
-	return name, name != ""
 }
 
 // EndpointPort mirrors one entry of EndpointSlice.ports; nil fields are unset.

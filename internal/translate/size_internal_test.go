@@ -59,7 +59,8 @@ func TestCountTargetIsPerEndpointSum(t *testing.T) {
 		objs := &source.Objects{}
 		for i := range 1 + r.IntN(4) {
 			slice := source.EndpointSlice{
-				Meta:        source.Meta{Namespace: "ns", Name: fmt.Sprintf("s-%d", i), Labels: map[string]string{source.ServiceNameLabel: "s"}},
+				Meta:        source.Meta{Namespace: "ns", Name: fmt.Sprintf("s-%d", i)},
+				Service:     "s",
 				AddressType: []string{"IPv4", "IPv6", "FQDN", ""}[r.IntN(4)],
 			}
 			for range r.IntN(4) {

@@ -630,7 +630,7 @@ func growExtensions(objs *source.Objects, from, to, m int) {
 	pod := uint32(1 << 22)
 	for i := range objs.EndpointSlices {
 		s := &objs.EndpointSlices[i]
-		service := s.Labels[source.ServiceNameLabel]
+		service := s.Service
 		if !grow[strings.TrimSuffix(strings.TrimSuffix(service, "-primary"), "-canary")] {
 			continue
 		}

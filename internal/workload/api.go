@@ -51,6 +51,11 @@ func ServiceObject(svc *source.Service) *tributaryv1.KubernetesObject {
 // EndpointSliceObject converts s.
 func EndpointSliceObject(s *source.EndpointSlice) *tributaryv1.KubernetesObject {
 	slice := &tributaryv1.EndpointSlice{Metadata: objectMeta(s.Meta), AddressType: s.AddressType}
+	// Labelled as the EndpointSlice controller labels a slice.
+	slice.Metadata.Labels = map[string]string{
+		source.ServiceNameLabel:                  s.Service,
+		"endpointslice.kubernetes.io/managed-by": "endpointslice-controller.k8s.io",
+	}
 	for _, p := range s.Ports {
 		slice.Ports = append(slice.Ports, &tributaryv1.EndpointPort{Name: p.Name, Port: p.Port, Protocol: p.Protocol})
 	}
@@ -68,5 +73,5 @@ func EndpointSliceObject(s *source.EndpointSlice) *tributaryv1.KubernetesObject 
 }
 
 func objectMeta(m source.Meta) *tributaryv1.ObjectMeta {
-	return &tributaryv1.ObjectMeta{Namespace: m.Namespace, Name: m.Name, Generation: m.Generation, Labels: m.Labels}
+	return &tributaryv1.ObjectMeta{Namespace: m.Namespace, Name: m.Name, Generation: m.Generation}
 }

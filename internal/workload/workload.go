@@ -61,10 +61,8 @@ func Standard(n, m int) *source.Objects {
 				}},
 			})
 			slice := source.EndpointSlice{
-				Meta: source.Meta{Namespace: ns, Name: svcName + "-x7k2q", Labels: map[string]string{
-					source.ServiceNameLabel:                  svcName,
-					"endpointslice.kubernetes.io/managed-by": "endpointslice-controller.k8s.io",
-				}},
+				Meta:        source.Meta{Namespace: ns, Name: svcName + "-x7k2q"},
+				Service:     svcName,
 				AddressType: "IPv4",
 				Ports:       slicePorts,
 			}

@@ -119,7 +119,8 @@ func objects(ports [2]int) *source.Objects {
 			Ports: []source.ServicePort{{Name: portName, Port: port, TargetPort: strconv.Itoa(ports[i]), Protocol: tcp}},
 		})
 		objs.EndpointSlices = append(objs.EndpointSlices, source.EndpointSlice{
-			Meta:        source.Meta{Namespace: "ns", Name: svc + "-1", Labels: map[string]string{source.ServiceNameLabel: svc}},
+			Meta:        source.Meta{Namespace: "ns", Name: svc + "-1"},
+			Service:     svc,
 			AddressType: "IPv4",
 			Ports:       []source.EndpointPort{{Name: &portName, Port: &port, Protocol: &tcp}},
 			Endpoints:   source.MakeEndpoints(workload.ReadyEndpoint("127.0.0.1")),

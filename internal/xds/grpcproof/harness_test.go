@@ -157,7 +157,8 @@ func lbObjects(targets []lbTarget, meta source.Meta, spec source.ExtensionServic
 		})
 		for _, b := range target.backends {
 			objs.EndpointSlices = append(objs.EndpointSlices, source.EndpointSlice{
-				Meta:        source.Meta{Namespace: "ns", Name: b.name, Labels: map[string]string{source.ServiceNameLabel: target.service}},
+				Meta:        source.Meta{Namespace: "ns", Name: b.name},
+				Service:     target.service,
 				AddressType: "IPv4",
 				Ports:       []source.EndpointPort{{Name: &portName, Port: &b.port, Protocol: &tcp}},
 				Endpoints:   source.MakeEndpoints(workload.ReadyEndpoint("127.0.0.1")),
