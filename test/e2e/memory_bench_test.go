@@ -7,8 +7,11 @@ import (
 	"testing"
 	"time"
 
+	"google.golang.org/protobuf/proto"
+
 	"github.com/tributary-dev/tributary/client"
 	tributaryv1 "github.com/tributary-dev/tributary/gen/go/tributary/v1"
+	"github.com/tributary-dev/tributary/internal/workload"
 )
 
 // The size of BenchmarkPublishedSessionMemory's session: the issue's
@@ -29,19 +32,31 @@ const (
 // before the session opened to once it is loaded, and publishing-adds-%,
 // the heap's growth with publishing over that without, less 100.
 //
+// The first server then sees every EndpointSlice change once, an endpoint
+// appended to each as the EndpointSlice controller appends them, and
+// reports its growth from before the session opened again
+// (changed-session-heap-bytes/endpoint): a session whose slices have all
+// changed holds each one's parsed endpoints in its slice cache, which a
+// freshly loaded session has not filled. That is a session's whole
+// footprint: the input it holds, its output's versions and the cache.
+//
 // Nothing outside the server can make it collect its garbage, so it runs
 // with GOGC=10: the heap in use then exceeds the live heap by at most a
 // tenth, where with the default it could be anything up to double. The
 // resident sizes are those of that setting, smaller than in production.
 func BenchmarkPublishedSessionMemory(b *testing.B) {
 	endpoints := float64(2 * memoryExtensionServices * memoryEndpoints)
-	var session, published loadedMemory
+	var session, changed, published loadedMemory
 	for b.Loop() {
-		session.add(loadedSessionMemory(b, ""))
-		published.add(loadedSessionMemory(b, benchNodeGroup))
+		loaded, afterChanges := loadedSessionMemory(b, "")
+		session.add(loaded)
+		changed.add(afterChanges)
+		loaded, _ = loadedSessionMemory(b, benchNodeGroup)
+		published.add(loaded)
 	}
 	b.StopTimer()
 	b.ReportMetric(session.heap/float64(b.N)/endpoints, "session-heap-bytes/endpoint")
+	b.ReportMetric(changed.heap/float64(b.N)/endpoints, "changed-session-heap-bytes/endpoint")
 	b.ReportMetric(published.heap/float64(b.N)/endpoints, "published-heap-bytes/endpoint")
 	b.ReportMetric(session.rss/float64(b.N)/endpoints, "session-rss-bytes/endpoint")
 	b.ReportMetric(published.rss/float64(b.N)/endpoints, "published-rss-bytes/endpoint")
@@ -59,14 +74,20 @@ func (m *loadedMemory) add(o loadedMemory) {
 
 // loadedSessionMemory starts a server, loads the workload into a Sync
 // session that publishes to nodeGroup (nothing when empty), and returns
-// how much the server grew. The server and the session end before it
+// how much the server grew; then, without publishing, it changes every
+// EndpointSlice once (see BenchmarkPublishedSessionMemory) and returns the
+// growth again as changed. The server and the session end before it
 // returns, so that the next run starts from a quiet machine and this
 // process keeps nothing of them.
-func loadedSessionMemory(b *testing.B, nodeGroup string) loadedMemory {
+func loadedSessionMemory(b *testing.B, nodeGroup string) (loaded, changed loadedMemory) {
 	b.Helper()
 	srv := startTributaryWithMetrics(b, "GOGC=10")
 	defer srv.process.Stop(5 * time.Second)
 	rss, heap := srv.memory(b)
+	growth := func() loadedMemory {
+		nowRSS, nowHeap := srv.memory(b)
+		return loadedMemory{heap: float64(nowHeap) - float64(heap), rss: float64(nowRSS) - float64(rss)}
+	}
 
 	conn := dialSync(b, srv.grpcAddress)
 	defer conn.Close()
@@ -78,8 +99,35 @@ func loadedSessionMemory(b *testing.B, nodeGroup string) loadedMemory {
 	s := client.New(conn).Sync(ctx, &tributaryv1.Settings{}, client.WithXDSPublishing(nodeGroup, false),
 		client.WithLogger(slog.New(slog.NewTextHandler(io.Discard, nil))))
 	defer s.Close()
-	loadWorkload(b, s, memoryExtensionServices, memoryEndpoints)
-	loadedRSS, loadedHeap := srv.memory(b)
+	objs := loadWorkload(b, s, memoryExtensionServices, memoryEndpoints)
+	loaded = growth()
+	if nodeGroup == "" {
+		changeEverySlice(b, s, objs.endpointSlices)
+		changed = growth()
+	}
 	s.Close() // before the server stops, so the session logs no broken stream
-	return loadedMemory{heap: float64(loadedHeap) - float64(heap), rss: float64(loadedRSS) - float64(rss)}
+	return loaded, changed
+}
+
+// changeEverySlice upserts every one of slices again with one more ready
+// endpoint at its end, at an address no slice had, in batches of about
+// 100,000 endpoints.
+func changeEverySlice(b *testing.B, s *client.SyncSession, slices []*tributaryv1.KubernetesObject) {
+	b.Helper()
+	perBatch := max(1, 100000/memoryEndpoints)
+	next := uint32(2 * memoryExtensionServices * memoryEndpoints)
+	for lo := 0; lo < len(slices); lo += perBatch {
+		for _, o := range slices[lo:min(lo+perBatch, len(slices))] {
+			changed := proto.CloneOf(o)
+			slice := changed.GetEndpointSlice()
+			ready, terminating := true, false
+			slice.Endpoints = append(slice.Endpoints, &tributaryv1.Endpoint{
+				Addresses:  []string{workload.PodAddress(next).String()},
+				Conditions: &tributaryv1.EndpointConditions{Ready: &ready, Serving: &ready, Terminating: &terminating},
+			})
+			next++
+			s.Upsert(changed)
+		}
+		flush(b, s)
+	}
 }
