@@ -13,7 +13,7 @@ import (
 // sorting millions of them moves no pointers (and so triggers no write
 // barriers): the address as netip.Addr.As16 gives its 128 bits, split in
 // two, and text, the index in scratch.texts of the address as the
-// EndpointSlice spelled it. Endpoint.Address references that spelling, so
+// EndpointSlice's Endpoints hold it. Endpoint.Address is that address, so
 // no address string is ever copied.
 type candidate struct {
 	hi, lo uint64
@@ -62,8 +62,11 @@ func newKey(v4 uint32, port uint16, text uint32) uint64 {
 
 // unpackKey gives k back as a candidate whose text is text.
 func unpackKey(k uint64, text uint32) candidate {
-	return newCandidate4(uint32(k>>32), keyPort(k), text)
+	return newCandidate4(keyAddress(k), keyPort(k), text)
 }
+
+// keyAddress is the IPv4 address of k, big-endian bits.
+func keyAddress(k uint64) uint32 { return uint32(k >> 32) }
 
 // keySocket is the address:port part of k.
 func keySocket(k uint64) uint64 { return k >> 16 }

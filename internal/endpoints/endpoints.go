@@ -54,10 +54,10 @@ type Target struct {
 	Port int32
 }
 
-// Endpoint is one address:port, the address spelled as the EndpointSlice
-// spelled it.
+// Endpoint is one address:port, the address as the EndpointSlice's
+// Endpoints hold it (a dotted quad as its bits, anything else as spelled).
 type Endpoint struct {
-	Address string
+	Address source.Address
 	Port    uint32
 }
 
@@ -89,9 +89,9 @@ type scratch struct {
 	// targets are the runs of the targets of one call, in order.
 	targets []targetRun
 	// candidates holds the endpoints of every target, each target's run
-	// sorted and then compacted in place; texts holds their spellings.
+	// sorted and then compacted in place; texts holds their addresses.
 	candidates []candidate
-	texts      []string
+	texts      []source.Address
 	// endpoints is what the returned runs point into.
 	endpoints []Endpoint
 	runs      [][]Endpoint
@@ -160,7 +160,7 @@ func (c *Collector) Collect(namespace string, targets []Target) ([][]Endpoint, [
 		eps := s.endpoints[r.start:r.end:r.end]
 		if packed {
 			for j, k := range r.keys {
-				eps[j] = Endpoint{Address: r.slice.Endpoints.Address(int(keyIndex(k))), Port: uint32(keyPort(k))}
+				eps[j] = Endpoint{Address: source.QuadAddress(keyAddress(k)), Port: uint32(keyPort(k))}
 			}
 		} else {
 			for j, cand := range s.candidates[r.start:r.end] {
@@ -230,8 +230,8 @@ func invalidPortWarning(es *source.EndpointSlice, port int32) Warning {
 
 // invalidAddressWarning says that es has bad addresses that are not IPs of
 // its family, first, and that they are skipped.
-func invalidAddressWarning(es *source.EndpointSlice, bad int, first string) Warning {
+func invalidAddressWarning(es *source.EndpointSlice, bad int, first source.Address) Warning {
 	return Warning{Reason: ReasonInvalidEndpointAddress, Message: fmt.Sprintf(
 		"EndpointSlice %s has %d address(es) that are not valid %s addresses, first %s; they are skipped",
-		source.Quote(es.Namespace+"/"+es.Name), bad, es.AddressType, source.Quote(first))}
+		source.Quote(es.Namespace+"/"+es.Name), bad, es.AddressType, source.Quote(first.String()))}
 }

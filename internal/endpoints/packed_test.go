@@ -105,8 +105,8 @@ func TestPackedPathCollisions(t *testing.T) {
 	})
 	targets := []Target{{Service: "a", Port: 80}, {Service: "b", Port: 90}}
 	want := [][]Endpoint{
-		{{"10.0.0.1", 8080}, {"10.0.0.2", 8080}, {"10.0.0.9", 8080}},
-		{{"10.0.0.1", 8081}, {"10.0.0.3", 8080}, {"10.0.0.3", 8081}, {"10.0.0.9", 8081}},
+		{{source.MakeAddress("10.0.0.1"), 8080}, {source.MakeAddress("10.0.0.2"), 8080}, {source.MakeAddress("10.0.0.9"), 8080}},
+		{{source.MakeAddress("10.0.0.1"), 8081}, {source.MakeAddress("10.0.0.3"), 8080}, {source.MakeAddress("10.0.0.3"), 8081}, {source.MakeAddress("10.0.0.9"), 8081}},
 	}
 	wantWarnings := []Warning{{Reason: ReasonDuplicateEndpoint, Message: `2 endpoint(s) of port 90 of Service "ns/b", first 10.0.0.1:8080, already belong to an earlier Service in spec.services and are left out of this one`}}
 	for _, kind := range collectorKinds {

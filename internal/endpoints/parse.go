@@ -1,7 +1,6 @@
 package endpoints
 
 import (
-	"encoding/binary"
 	"math"
 	"net/netip"
 
@@ -60,34 +59,34 @@ func (s *scratch) appendSliceEndpoints(es *source.EndpointSlice, portName string
 	}
 
 	appended := len(s.candidates)
-	bad, firstBad := 0, ""
-	for i, text := range es.Endpoints.Ready(from) {
+	bad, firstBad := 0, source.Address{}
+	for i, a := range es.Endpoints.Ready(from) {
 		idx := firstText + uint32(i)
-		if is4 {
-			v4, ok := parseIPv4(text)
-			if !ok {
-				if bad == 0 {
-					firstBad = text
-				}
-				bad++
-				continue
-			}
-			for _, port := range s.ports {
-				s.candidates = append(s.candidates, newCandidate4(v4, port, idx))
-			}
-			continue
+		// A dotted quad is the only spelling of an IPv4 address, and the
+		// slice's Endpoints hold every one as its bits; an IPv6 address is
+		// parsed from its spelling, and a zone (fe80::1%eth0) is not part
+		// of an address Envoy can parse.
+		v4, isQuad := a.Quad()
+		var v6 netip.Addr
+		usable := is4 && isQuad
+		if !is4 && !isQuad {
+			var err error
+			v6, err = netip.ParseAddr(a.String())
+			usable = err == nil && !v6.Is4() && v6.Zone() == ""
 		}
-		addr, err := netip.ParseAddr(text)
-		// A zone (fe80::1%eth0) is not part of an address Envoy can parse.
-		if err != nil || addr.Is4() || addr.Zone() != "" {
+		if !usable {
 			if bad == 0 {
-				firstBad = text
+				firstBad = a
 			}
 			bad++
 			continue
 		}
 		for _, port := range s.ports {
-			s.candidates = append(s.candidates, newCandidate(addr, port, idx))
+			if is4 {
+				s.candidates = append(s.candidates, newCandidate4(v4, port, idx))
+			} else {
+				s.candidates = append(s.candidates, newCandidate(v6, port, idx))
+			}
 		}
 	}
 	if bad > 0 {
@@ -109,12 +108,12 @@ func (s *scratch) appendSliceKeys(keys []uint64, es *source.EndpointSlice, portN
 		return keys
 	}
 	start := len(keys)
-	bad, firstBad := 0, ""
-	for i, text := range es.Endpoints.Ready(from) {
-		v4, ok := parseIPv4(text)
+	bad, firstBad := 0, source.Address{}
+	for i, a := range es.Endpoints.Ready(from) {
+		v4, ok := a.Quad()
 		if !ok {
 			if bad == 0 {
-				firstBad = text
+				firstBad = a
 			}
 			bad++
 			continue
@@ -132,65 +131,9 @@ func (s *scratch) appendSliceKeys(keys []uint64, es *source.EndpointSlice, portN
 
 // appendAddresses appends the address of every endpoint of es, in order,
 // for the candidates appendSliceEndpoints made.
-func appendAddresses(texts []string, es *source.EndpointSlice) []string {
+func appendAddresses(texts []source.Address, es *source.EndpointSlice) []source.Address {
 	for i := range es.Endpoints.Len() {
 		texts = append(texts, es.Endpoints.Address(i))
 	}
 	return texts
-}
-
-// parseIPv4 parses text as an address of an IPv4 slice: what
-// netip.ParseAddr reads as an unzoned IPv4 address, as big-endian bits.
-func parseIPv4(text string) (uint32, bool) {
-	// Nearly every address is a plain dotted quad: parse it without
-	// netip's general machinery.
-	if v4, ok := parseDottedQuad(text); ok {
-		return v4, true
-	}
-	addr, err := netip.ParseAddr(text)
-	if err != nil || !addr.Is4() {
-		return 0, false
-	}
-	return binary.BigEndian.Uint32(addr.AsSlice()), true
-}
-
-// parseDottedQuad parses s as four decimal fields 0-255 without leading
-// zeros, returning the address as big-endian bits. It accepts exactly the
-// strings netip.ParseAddr reads as unzoned IPv4 addresses, giving the same
-// address, and returns false for everything else, which then takes the
-// general path (FuzzParseDottedQuad holds it to that).
-func parseDottedQuad(s string) (uint32, bool) {
-	var addr uint32
-	i := 0
-	for field := range 4 {
-		if field > 0 {
-			if i >= len(s) || s[i] != '.' {
-				return 0, false
-			}
-			i++
-		}
-		// One to three digits, field by field rather than character by
-		// character: fewer branches, and fewer of them mispredicted.
-		if i >= len(s) || s[i]-'0' > 9 {
-			return 0, false
-		}
-		v := uint32(s[i] - '0')
-		i++
-		if i < len(s) && s[i]-'0' <= 9 {
-			if v == 0 {
-				return 0, false // a leading zero
-			}
-			v = v*10 + uint32(s[i]-'0')
-			i++
-			if i < len(s) && s[i]-'0' <= 9 {
-				v = v*10 + uint32(s[i]-'0')
-				i++
-				if v > 255 {
-					return 0, false
-				}
-			}
-		}
-		addr = addr<<8 | v
-	}
-	return addr, i == len(s)
 }

@@ -54,7 +54,7 @@ func Reference(index Slices, namespace string, targets []Target) ([][]Endpoint, 
 				if es.Endpoints.NotReady(j) {
 					continue
 				}
-				text := es.Endpoints.Address(j)
+				text := es.Endpoints.Address(j).String()
 				addr, err := netip.ParseAddr(text)
 				if err != nil || addr.Zone() != "" || addr.Is4() != (es.AddressType == "IPv4") {
 					invalid = append(invalid, text)
@@ -68,7 +68,7 @@ func Reference(index Slices, namespace string, targets []Target) ([][]Endpoint, 
 				}
 			}
 			if len(invalid) > 0 {
-				warnings = append(warnings, invalidAddressWarning(es, len(invalid), invalid[0]))
+				warnings = append(warnings, invalidAddressWarning(es, len(invalid), source.MakeAddress(invalid[0])))
 			}
 		}
 
@@ -84,7 +84,7 @@ func Reference(index Slices, namespace string, targets []Target) ([][]Endpoint, 
 			warnings = append(warnings, duplicateEndpointsWarning(namespace, &t, len(dropped), lowest))
 		}
 		for _, ap := range slices.SortedFunc(maps.Keys(spelling), netip.AddrPort.Compare) {
-			runs[i] = append(runs[i], Endpoint{Address: spelling[ap], Port: uint32(ap.Port())})
+			runs[i] = append(runs[i], Endpoint{Address: source.MakeAddress(spelling[ap]), Port: uint32(ap.Port())})
 			taken[ap] = true
 		}
 	}

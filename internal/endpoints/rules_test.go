@@ -31,7 +31,7 @@ func TestRules(t *testing.T) {
 			objectgen.WithReady(false, "10.0.0.6"),
 		)},
 		targets: []Target{{Service: "a", PortName: "http", Port: 80}},
-		want:    [][]Endpoint{{{"10.0.0.2", 8080}, {"10.0.0.3", 8080}, {"10.0.0.5", 8080}}},
+		want:    [][]Endpoint{{{source.MakeAddress("10.0.0.2"), 8080}, {source.MakeAddress("10.0.0.3"), 8080}, {source.MakeAddress("10.0.0.5"), 8080}}},
 	}, {
 		name: "TCP ports with a number only; a named Service port takes its name or none, an unnamed one every port",
 		slices: []source.EndpointSlice{objectgen.Slice("a-1", "a", "IPv4", objectgen.Ports(
@@ -42,8 +42,8 @@ func TestRules(t *testing.T) {
 		), objectgen.ReadyAt("10.0.0.1"))},
 		targets: []Target{{Service: "a", PortName: "http", Port: 80}, {Service: "a", Port: 90}},
 		want: [][]Endpoint{
-			{{"10.0.0.1", 6060}, {"10.0.0.1", 7070}, {"10.0.0.1", 8080}},
-			{{"10.0.0.1", 9090}},
+			{{source.MakeAddress("10.0.0.1"), 6060}, {source.MakeAddress("10.0.0.1"), 7070}, {source.MakeAddress("10.0.0.1"), 8080}},
+			{{source.MakeAddress("10.0.0.1"), 9090}},
 		},
 		warnings: []Warning{
 			{ReasonInvalidEndpointPort, `EndpointSlice "ns/a-1" has port 70000, outside 1-65535; it is skipped`},
@@ -58,7 +58,7 @@ func TestRules(t *testing.T) {
 			objectgen.Slice("a-3", "a", "IPv4", http, objectgen.ReadyAt("10.0.0.1"), objectgen.ReadyAt("::1"), objectgen.ReadyAt("010.0.0.1")),
 		},
 		targets: []Target{{Service: "a", PortName: "http", Port: 80}},
-		want:    [][]Endpoint{{{"10.0.0.1", 8080}, {"::ffff:10.0.0.1", 8080}, {"fd00::2", 8080}}},
+		want:    [][]Endpoint{{{source.MakeAddress("10.0.0.1"), 8080}, {source.MakeAddress("::ffff:10.0.0.1"), 8080}, {source.MakeAddress("fd00::2"), 8080}}},
 		warnings: []Warning{
 			{ReasonInvalidEndpointAddress, `EndpointSlice "ns/a-2" has 2 address(es) that are not valid IPv6 addresses, first "fe80::1%eth0"; they are skipped`},
 			{ReasonInvalidEndpointAddress, `EndpointSlice "ns/a-3" has 2 address(es) that are not valid IPv4 addresses, first "::1"; they are skipped`},
@@ -71,7 +71,7 @@ func TestRules(t *testing.T) {
 			objectgen.Slice("b-1", "b", "IPv6", http, objectgen.ReadyAt("2001:db8::3"), objectgen.ReadyAt("2001:db8::1"), objectgen.ReadyAt("2001:db8::4")),
 		},
 		targets: []Target{{Service: "a", PortName: "http", Port: 80}, {Service: "b", PortName: "http", Port: 80}},
-		want:    [][]Endpoint{{{"2001:DB8::1", 8080}, {"2001:db8::3", 8080}}, {{"2001:db8::4", 8080}}},
+		want:    [][]Endpoint{{{source.MakeAddress("2001:DB8::1"), 8080}, {source.MakeAddress("2001:db8::3"), 8080}}, {{source.MakeAddress("2001:db8::4"), 8080}}},
 		warnings: []Warning{{ReasonDuplicateEndpoint,
 			`2 endpoint(s) of port 80 of Service "ns/b", first [2001:db8::1]:8080, already belong to an earlier Service in spec.services and are left out of this one`}},
 	}, {

@@ -37,7 +37,7 @@ func BuildClusterLoadAssignment(ec *model.ExtensionCluster) *endpointv3.ClusterL
 			lle.LoadBalancingWeight = wrapperspb.UInt32(loc.Weight)
 		}
 		for j, ep := range loc.Endpoints {
-			lle.LbEndpoints[j] = buildLbEndpoint(ep.Address, ep.Port, healthCheck)
+			lle.LbEndpoints[j] = buildLbEndpoint(ep.Address.String(), ep.Port, healthCheck)
 		}
 		cla.Endpoints[i] = lle
 	}

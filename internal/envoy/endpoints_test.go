@@ -12,6 +12,7 @@ import (
 
 	"github.com/tributary-dev/tributary/internal/envoy"
 	"github.com/tributary-dev/tributary/internal/model"
+	"github.com/tributary-dev/tributary/internal/source"
 )
 
 // claTestSocket is the reference LbEndpoint for address:port, written out
@@ -50,10 +51,10 @@ func TestBuildClusterLoadAssignment(t *testing.T) {
 			Name: "extension/ns/auth", XDSClusterName: "contour",
 			Localities: []model.Locality{
 				{SubZone: "ns/primary/80", Weight: 80, Endpoints: []model.Endpoint{
-					{Address: "10.0.0.1", Port: 8080}, {Address: "10.0.0.2", Port: 8080}, {Address: "2001:db8::1", Port: 8443},
+					{Address: source.MakeAddress("10.0.0.1"), Port: 8080}, {Address: source.MakeAddress("10.0.0.2"), Port: 8080}, {Address: source.MakeAddress("2001:db8::1"), Port: 8443},
 				}},
-				{SubZone: "ns/canary/80", Weight: 20, Endpoints: []model.Endpoint{{Address: "10.1.0.1", Port: 9090}}},
-				{SubZone: "ns/dark/80", Endpoints: []model.Endpoint{{Address: "10.2.0.1", Port: 65535}}},
+				{SubZone: "ns/canary/80", Weight: 20, Endpoints: []model.Endpoint{{Address: source.MakeAddress("10.1.0.1"), Port: 9090}}},
+				{SubZone: "ns/dark/80", Endpoints: []model.Endpoint{{Address: source.MakeAddress("10.2.0.1"), Port: 65535}}},
 			},
 		},
 		want: &endpointv3.ClusterLoadAssignment{
@@ -79,8 +80,8 @@ func TestBuildClusterLoadAssignment(t *testing.T) {
 			Name: "extension/ns/auth", XDSClusterName: "contour",
 			HealthCheck: &model.HealthCheck{Interval: 5 * time.Second, Timeout: time.Second, UnhealthyThreshold: 3, HealthyThreshold: 1, Port: 8081},
 			Localities: []model.Locality{
-				{SubZone: "ns/primary/80", Weight: 80, Endpoints: []model.Endpoint{{Address: "10.0.0.1", Port: 8080}, {Address: "2001:db8::1", Port: 8080}}},
-				{SubZone: "ns/dark/80", Endpoints: []model.Endpoint{{Address: "10.2.0.1", Port: 9090}}},
+				{SubZone: "ns/primary/80", Weight: 80, Endpoints: []model.Endpoint{{Address: source.MakeAddress("10.0.0.1"), Port: 8080}, {Address: source.MakeAddress("2001:db8::1"), Port: 8080}}},
+				{SubZone: "ns/dark/80", Endpoints: []model.Endpoint{{Address: source.MakeAddress("10.2.0.1"), Port: 9090}}},
 			},
 		},
 		want: &endpointv3.ClusterLoadAssignment{
@@ -99,7 +100,7 @@ func TestBuildClusterLoadAssignment(t *testing.T) {
 		ec: &model.ExtensionCluster{
 			Name: "extension/ns/auth", XDSClusterName: "contour",
 			HealthCheck: &model.HealthCheck{Interval: 5 * time.Second, Timeout: time.Second, UnhealthyThreshold: 3, HealthyThreshold: 1},
-			Localities:  []model.Locality{{SubZone: "ns/primary/80", Weight: 1, Endpoints: []model.Endpoint{{Address: "10.0.0.1", Port: 8080}}}},
+			Localities:  []model.Locality{{SubZone: "ns/primary/80", Weight: 1, Endpoints: []model.Endpoint{{Address: source.MakeAddress("10.0.0.1"), Port: 8080}}}},
 		},
 		want: &endpointv3.ClusterLoadAssignment{
 			ClusterName: "extension/ns/auth",

@@ -4,6 +4,7 @@ import (
 	"google.golang.org/protobuf/encoding/protowire"
 
 	"github.com/tributary-dev/tributary/internal/model"
+	"github.com/tributary-dev/tributary/internal/source"
 )
 
 // Tags of the fields AppendClusterLoadAssignment writes, named
@@ -132,7 +133,7 @@ func appendLbEndpoint(dst []byte, ep model.Endpoint, health []byte) []byte {
 		dst = append(dst, tagAddressSocket)
 		dst = appendVarint(dst, uint64(socket))
 	}
-	dst = appendString(dst, tagSocketAddress, ep.Address)
+	dst = appendAddress(dst, tagSocketAddress, ep.Address)
 	// Ports of 128 and up take two or three bytes; spelled out here because
 	// protowire.AppendVarint is not inlined, and nearly every port needs it.
 	switch p := ep.Port; {
@@ -174,7 +175,7 @@ func sizeLbEndpoint(ep model.Endpoint, health int) int {
 
 // sizeSocketAddress is the encoded size of a SocketAddress holding ep.
 func sizeSocketAddress(ep model.Endpoint) int {
-	return sizeString(ep.Address) + 1 + protowire.SizeVarint(uint64(ep.Port))
+	return sizeStringOf(ep.Address.Len()) + 1 + protowire.SizeVarint(uint64(ep.Port))
 }
 
 // appendVarint is protowire.AppendVarint with the one-byte case inlined.
@@ -190,11 +191,27 @@ func appendVarint(dst []byte, v uint64) []byte {
 func sizeMessage(n int) int { return 1 + protowire.SizeVarint(uint64(n)) + n }
 
 // sizeString is the size of a proto3 string field: nothing when empty.
-func sizeString(s string) int {
-	if s == "" {
+func sizeString(s string) int { return sizeStringOf(len(s)) }
+
+// sizeStringOf is sizeString for a string of n bytes.
+func sizeStringOf(n int) int {
+	if n == 0 {
 		return 0
 	}
-	return sizeMessage(len(s))
+	return sizeMessage(n)
+}
+
+// appendAddress writes a proto3 string field holding a as spelled,
+// omitting it when empty, as appendString would write a.String() without
+// making that string.
+func appendAddress(dst []byte, tag byte, a source.Address) []byte {
+	n := a.Len()
+	if n == 0 {
+		return dst
+	}
+	dst = append(dst, tag)
+	dst = appendVarint(dst, uint64(n))
+	return a.AppendTo(dst)
 }
 
 // appendString writes a proto3 string field, omitting it when empty.

@@ -18,6 +18,7 @@ import (
 
 	"github.com/tributary-dev/tributary/internal/envoy"
 	"github.com/tributary-dev/tributary/internal/model"
+	"github.com/tributary-dev/tributary/internal/source"
 )
 
 // marshalReference is the encoding AppendClusterLoadAssignment must match.
@@ -75,7 +76,7 @@ func checkWireEncoding(t *testing.T, ec *model.ExtensionCluster) {
 func wireTestLocality(subZone string, weight uint32, base netip.Addr, n int, port uint32) model.Locality {
 	loc := model.Locality{SubZone: subZone, Weight: weight}
 	for range n {
-		loc.Endpoints = append(loc.Endpoints, model.Endpoint{Address: base.String(), Port: port})
+		loc.Endpoints = append(loc.Endpoints, model.Endpoint{Address: source.MakeAddress(base.String()), Port: port})
 		base = base.Next()
 	}
 	return loc
@@ -93,8 +94,8 @@ func TestAppendClusterLoadAssignment(t *testing.T) {
 		}}},
 		{"80/20 with IPv6 and the largest port", &model.ExtensionCluster{Name: "extension/ns/two", Localities: []model.Locality{
 			{SubZone: "ns/a/80", Weight: 80, Endpoints: []model.Endpoint{
-				{Address: "10.0.0.1", Port: 8080}, {Address: "::ffff:10.0.0.1", Port: 8080},
-				{Address: "2001:db8:ffff:ffff:ffff:ffff:255.255.255.255", Port: 65535},
+				{Address: source.MakeAddress("10.0.0.1"), Port: 8080}, {Address: source.MakeAddress("::ffff:10.0.0.1"), Port: 8080},
+				{Address: source.MakeAddress("2001:db8:ffff:ffff:ffff:ffff:255.255.255.255"), Port: 65535},
 			}},
 			wireTestLocality("ns/b/80", 20, netip.MustParseAddr("10.1.0.1"), 3, 9090),
 		}}},
@@ -119,7 +120,7 @@ func TestAppendClusterLoadAssignment(t *testing.T) {
 		{"health check port of three bytes next to the longest IP literal", &model.ExtensionCluster{
 			Name: "extension/ns/hc", HealthCheck: wireTestHealthCheck(65535),
 			Localities: []model.Locality{{SubZone: "ns/a/80", Weight: 1, Endpoints: []model.Endpoint{
-				{Address: "10.0.0.1", Port: 1}, {Address: "2001:db8:ffff:ffff:ffff:ffff:255.255.255.255", Port: 65535},
+				{Address: source.MakeAddress("10.0.0.1"), Port: 1}, {Address: source.MakeAddress("2001:db8:ffff:ffff:ffff:ffff:255.255.255.255"), Port: 65535},
 			}}},
 		}},
 		{"health check on the endpoints' own port writes no health_check_config", &model.ExtensionCluster{
@@ -131,8 +132,8 @@ func TestAppendClusterLoadAssignment(t *testing.T) {
 		{"health_check_config pushes an endpoint's lengths past one byte", &model.ExtensionCluster{
 			Name: "extension/ns/hc", HealthCheck: wireTestHealthCheck(8081),
 			Localities: []model.Locality{{SubZone: "ns/a/80", Weight: 1, Endpoints: []model.Endpoint{
-				{Address: strings.Repeat("a", 115), Port: 80},
-				{Address: strings.Repeat("b", 112), Port: 80},
+				{Address: source.MakeAddress(strings.Repeat("a", 115)), Port: 80},
+				{Address: source.MakeAddress(strings.Repeat("b", 112)), Port: 80},
 			}}},
 		}},
 		{"a locality over 16 KiB with a health check port", &model.ExtensionCluster{
@@ -242,7 +243,7 @@ func wireFuzzCluster(data []byte) *model.ExtensionCluster {
 		}
 		slices.SortFunc(sockets, netip.AddrPort.Compare)
 		for _, ap := range sockets {
-			loc.Endpoints = append(loc.Endpoints, model.Endpoint{Address: ap.Addr().String(), Port: uint32(ap.Port())})
+			loc.Endpoints = append(loc.Endpoints, model.Endpoint{Address: source.MakeAddress(ap.Addr().String()), Port: uint32(ap.Port())})
 		}
 		ec.Localities = append(ec.Localities, loc)
 	}
@@ -333,7 +334,7 @@ func TestWireFuzzSeeds(t *testing.T) {
 			reached["locality over 16 KiB"] = reached["locality over 16 KiB"] ||
 				len(envoy.AppendClusterLoadAssignment(nil, &model.ExtensionCluster{Name: "x", Localities: []model.Locality{loc}})) > 1<<14+4
 			for _, ep := range loc.Endpoints {
-				reached["IPv6"] = reached["IPv6"] || strings.Contains(ep.Address, ":")
+				reached["IPv6"] = reached["IPv6"] || strings.Contains(ep.Address.String(), ":")
 				reached["three-byte port"] = reached["three-byte port"] || ep.Port >= 1<<14
 				reached["one-byte port"] = reached["one-byte port"] || ep.Port < 1<<7
 			}

@@ -136,7 +136,7 @@ func TestBuildExtensionCluster(t *testing.T) {
 				Name: "extension/ext/authz", XDSClusterName: "contour", ConnectTimeout: 2 * time.Second,
 				Protocol: ProtocolH2, LoadBalancer: LoadBalancerRoundRobin, TLS: &UpstreamTLS{},
 				// Target port 9000 matched the Service port named "9000".
-				Localities: []Locality{{SubZone: "ext/grpc/19000", Weight: 1, Endpoints: []Endpoint{{Address: "10.0.0.1", Port: 19000}}}},
+				Localities: []Locality{{SubZone: "ext/grpc/19000", Weight: 1, Endpoints: []Endpoint{{Address: source.MakeAddress("10.0.0.1"), Port: 19000}}}},
 			},
 		},
 	}

@@ -100,7 +100,7 @@ func xtBuild(t *testing.T, objs source.Objects, settings source.Settings, spec s
 var xtTarget = []source.ExtensionServiceTarget{{Name: "grpc", Port: 9000}}
 
 // xtLocality is the one Locality the base world yields for xtTarget.
-var xtLocality = []Locality{{SubZone: "ext/grpc/9000", Weight: 1, Endpoints: []Endpoint{{Address: "10.0.0.1", Port: 9000}}}}
+var xtLocality = []Locality{{SubZone: "ext/grpc/9000", Weight: 1, Endpoints: []Endpoint{{Address: source.MakeAddress("10.0.0.1"), Port: 9000}}}}
 
 func TestClientCertificateDigest(t *testing.T) {
 	// Pins the fixture the SDS name cases rely on: if certificate

@@ -25,7 +25,7 @@ func warning(typ, reason, message string) SubCondition {
 func eps(pairs ...any) []Endpoint {
 	var out []Endpoint
 	for i := 0; i < len(pairs); i += 2 {
-		out = append(out, Endpoint{Address: pairs[i].(string), Port: uint32(pairs[i+1].(int))})
+		out = append(out, Endpoint{Address: source.MakeAddress(pairs[i].(string)), Port: uint32(pairs[i+1].(int))})
 	}
 	return out
 }

@@ -109,6 +109,9 @@ type wireDecoder struct {
 	// path declines what the decoder would report (too many addresses,
 	// one too long), so that protobuf and the decoder report it as before.
 	sliceEndpoints []source.Endpoints
+	// packed packs each slice's endpoints, its buffer reused from one slice
+	// to the next.
+	packed source.EndpointsBuilder
 	// interned holds one copy of each short string the request's slices
 	// repeat (see intern).
 	interned map[string]*string
@@ -597,7 +600,7 @@ func (d *wireDecoder) sourceEndpoints() source.Endpoints {
 	for _, a := range d.addresses {
 		addressBytes += len(a)
 	}
-	var packed source.EndpointsBuilder
+	packed := &d.packed
 	packed.Grow(len(d.addresses), addressBytes)
 	kept := 0
 	for _, e := range d.endpoints {

@@ -253,7 +253,7 @@ func TestDirectDecodeIntoUsedRequest(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := objs.EndpointSlices[0].Endpoints; got.Len() != 1 || got.Address(0) != "10.9.9.9" {
+	if got := objs.EndpointSlices[0].Endpoints; got.Len() != 1 || got.Address(0).String() != "10.9.9.9" {
 		t.Errorf("endpoints after the second request: %+v, want the second request's one", got)
 	}
 }

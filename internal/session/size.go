@@ -120,7 +120,7 @@ func endpointSliceSize(slice *source.EndpointSlice) int64 {
 	n := int64(unsafe.Sizeof(*slice)) + metaSize(&slice.Meta) + mapEntrySize + int64(len(slice.Service)+len(slice.AddressType)) + sliceCacheEntrySize
 	cachedKeys := int64(max(1, len(slice.Ports))) * cachedKeySize
 	eps := int64(slice.Endpoints.Len())
-	n += eps*(source.PackedEndpointBytes+cachedKeys+addressOutputSize) + int64(slice.Endpoints.AddressBytes())
+	n += eps*(cachedKeys+addressOutputSize) + int64(slice.Endpoints.MemoryBytes())
 	for _, p := range slice.Ports {
 		n += int64(unsafe.Sizeof(p)) + 3*8
 		if p.Name != nil {

@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"iter"
 	"slices"
-	"strings"
 )
 
 // Endpoint is one entry of EndpointSlice.endpoints reduced to what
@@ -23,8 +22,9 @@ type Endpoint struct {
 }
 
 // Endpoints are the endpoints of one EndpointSlice, packed: their
-// addresses are spans of one string, and each endpoint is four bytes
-// without a pointer (where its address starts, and whether it is not
+// addresses are spans of one string, a dotted quad as its four bytes (see
+// Address), and each endpoint is four bytes without a pointer (where its
+// address starts, whether it is a dotted quad, and whether it is not
 // ready). A session holds millions of endpoints for as long as it lives,
 // and the collector walks them on every translation: packed, they cost a
 // sixth of the memory of an Endpoint each, and the garbage collector,
@@ -33,39 +33,53 @@ type Endpoint struct {
 type Endpoints struct {
 	// addresses is every endpoint's address, one after another.
 	addresses string
-	// starts holds, per endpoint, where its address starts in addresses
-	// with notReadyBit set when it is not ready; its address ends where
+	// starts holds, per endpoint, where its address starts in addresses,
+	// with quadBit set when it is a dotted quad's four bytes and
+	// notReadyBit when the endpoint is not ready; its address ends where
 	// the next one starts, the last one's at the end of addresses.
 	starts []uint32
-	// longest is the length of the longest address.
-	longest int
+	// longest is the length of the longest address as spelled, and
+	// spelled the length of them all.
+	longest, spelled int
 }
 
-// PackedEndpointBytes is the memory Endpoints hold per endpoint besides
+// packedEndpointBytes is the memory Endpoints hold per endpoint besides
 // its address.
-const PackedEndpointBytes = 4
+const packedEndpointBytes = 4
 
-// notReadyBit marks an endpoint that is not ready in Endpoints.starts;
-// the other bits are the offset of its address.
-const notReadyBit = 1 << 31
+// The flags of an endpoint in Endpoints.starts; the other bits are the
+// offset of its address.
+const (
+	notReadyBit = 1 << 31
+	quadBit     = 1 << 30
+	flagBits    = notReadyBit | quadBit
+)
 
 // maxAddressBytes bounds the addresses of one Endpoints, so that every
-// offset fits below notReadyBit: far more than any request may carry.
-const maxAddressBytes = notReadyBit - 1
+// offset fits below the flags: far more than any request may carry.
+const maxAddressBytes = quadBit - 1
 
 // Len is the number of endpoints.
 func (e Endpoints) Len() int { return len(e.starts) }
 
-// Address is endpoint i's address. It shares the memory of e: a caller
-// that keeps it keeps every address of e.
-func (e Endpoints) Address(i int) string {
-	return e.addresses[e.starts[i]&^notReadyBit : e.end(i)]
+// Address is endpoint i's address. A spelled one shares the memory of e: a
+// caller that keeps it keeps every address of e.
+func (e Endpoints) Address(i int) Address { return e.address(e.starts[i], e.end(i)) }
+
+// address is the address held from start (with its flags) to end.
+func (e Endpoints) address(start, end uint32) Address {
+	at := start &^ flagBits
+	if start&quadBit != 0 {
+		s := e.addresses[at:end]
+		return QuadAddress(uint32(s[0])<<24 | uint32(s[1])<<16 | uint32(s[2])<<8 | uint32(s[3]))
+	}
+	return Address{text: e.addresses[at:end]}
 }
 
 // end is where endpoint i's address ends: where the next one starts.
 func (e Endpoints) end(i int) uint32 {
 	if i+1 < len(e.starts) {
-		return e.starts[i+1] &^ notReadyBit
+		return e.starts[i+1] &^ flagBits
 	}
 	return uint32(len(e.addresses))
 }
@@ -75,14 +89,14 @@ func (e Endpoints) NotReady(i int) bool { return e.starts[i]&notReadyBit != 0 }
 
 // Ready yields the index and address of every ready endpoint from index
 // from on, in order: the collector's walk, which reads each offset once.
-func (e Endpoints) Ready(from int) iter.Seq2[int, string] {
-	return func(yield func(int, string) bool) {
+func (e Endpoints) Ready(from int) iter.Seq2[int, Address] {
+	return func(yield func(int, Address) bool) {
 		for i := from; i < len(e.starts); i++ {
 			start := e.starts[i]
 			if start&notReadyBit != 0 {
 				continue
 			}
-			if !yield(i, e.addresses[start:e.end(i)]) {
+			if !yield(i, e.address(start, e.end(i))) {
 				return
 			}
 		}
@@ -91,16 +105,20 @@ func (e Endpoints) Ready(from int) iter.Seq2[int, string] {
 
 // At is endpoint i in plain form.
 func (e Endpoints) At(i int) Endpoint {
-	return Endpoint{Address: e.Address(i), NotReady: e.NotReady(i)}
+	return Endpoint{Address: e.Address(i).String(), NotReady: e.NotReady(i)}
 }
 
-// AddressBytes is the length of every address together: the memory e holds
-// besides four bytes per endpoint.
-func (e Endpoints) AddressBytes() int { return len(e.addresses) }
+// AddressBytes is the length of every address together, as spelled.
+func (e Endpoints) AddressBytes() int { return e.spelled }
 
-// LongestAddress is the length of the longest address, 0 when there are
-// none: what lets a bound on the output skip a pass over the addresses.
+// LongestAddress is the length of the longest address as spelled, 0 when
+// there are none: what lets a bound on the output skip a pass over the
+// addresses.
 func (e Endpoints) LongestAddress() int { return e.longest }
+
+// MemoryBytes is the memory e holds: packedEndpointBytes per endpoint and
+// its addresses as held.
+func (e Endpoints) MemoryBytes() int { return packedEndpointBytes*len(e.starts) + len(e.addresses) }
 
 // Unpack returns every endpoint in plain form, for a caller that edits
 // them (and then builds new Endpoints with MakeEndpoints).
@@ -116,35 +134,27 @@ func (e Endpoints) Unpack() []Endpoint {
 }
 
 // Equal reports whether e and other hold the same endpoints, in the same
-// order (go-cmp compares Endpoints with it).
+// order (go-cmp compares Endpoints with it). An address has one way to be
+// held, so the same endpoints are the same bytes.
 func (e Endpoints) Equal(other Endpoints) bool {
-	if e.Len() != other.Len() {
-		return false
-	}
-	for i := range e.starts {
-		if e.At(i) != other.At(i) {
-			return false
-		}
-	}
-	return true
+	return e.addresses == other.addresses && slices.Equal(e.starts, other.starts)
 }
 
 // String lists the endpoints, for test failures; a not-ready one is
 // marked so.
 func (e Endpoints) String() string {
-	var b strings.Builder
-	b.WriteByte('[')
+	var b []byte
+	b = append(b, '[')
 	for i := range e.starts {
 		if i > 0 {
-			b.WriteByte(' ')
+			b = append(b, ' ')
 		}
-		b.WriteString(e.Address(i))
+		b = e.Address(i).AppendTo(b)
 		if e.NotReady(i) {
-			b.WriteString("(not ready)")
+			b = append(b, "(not ready)"...)
 		}
 	}
-	b.WriteByte(']')
-	return b.String()
+	return string(append(b, ']'))
 }
 
 // MakeEndpoints packs list.
@@ -161,52 +171,57 @@ func MakeEndpoints(list ...Endpoint) Endpoints {
 	return b.Endpoints()
 }
 
-// EndpointsBuilder packs endpoints one at a time, copying each address
-// once; the zero value is ready to use. It panics past maxAddressBytes of
-// addresses, which the decoders' limits keep far out of reach.
+// EndpointsBuilder packs endpoints one at a time (a dotted quad as its
+// four bytes); the zero value is ready to use.
+// It panics past maxAddressBytes of addresses, which the decoders' limits
+// keep far out of reach.
 type EndpointsBuilder struct {
-	addresses strings.Builder
-	starts    []uint32
-	longest   int
+	addresses        []byte
+	starts           []uint32
+	longest, spelled int
 }
 
-// Grow makes room for n more endpoints and bytes more of addresses.
+// Grow makes room for n more endpoints and up to bytes more of addresses
+// as spelled.
 func (b *EndpointsBuilder) Grow(n, bytes int) {
-	b.addresses.Grow(bytes)
+	b.addresses = slices.Grow(b.addresses, bytes)
 	b.starts = slices.Grow(b.starts, n)
 }
 
 // Add adds an endpoint at address.
-func (b *EndpointsBuilder) Add(address string, notReady bool) {
-	b.add(len(address), notReady)
-	b.addresses.WriteString(address)
-}
+func (b *EndpointsBuilder) Add(address string, notReady bool) { add(b, address, notReady) }
 
 // AddBytes is Add for an address read off the wire.
-func (b *EndpointsBuilder) AddBytes(address []byte, notReady bool) {
-	b.add(len(address), notReady)
-	b.addresses.Write(address)
-}
+func (b *EndpointsBuilder) AddBytes(address []byte, notReady bool) { add(b, address, notReady) }
 
-func (b *EndpointsBuilder) add(n int, notReady bool) {
-	start := b.addresses.Len()
-	if start+n > maxAddressBytes {
+func add[T string | []byte](b *EndpointsBuilder, address T, notReady bool) {
+	start := len(b.addresses)
+	if start+len(address) > maxAddressBytes {
 		panic(fmt.Sprintf("source: more than %d bytes of endpoint addresses in one EndpointSlice", maxAddressBytes))
 	}
-	b.longest = max(b.longest, n)
+	b.longest = max(b.longest, len(address))
+	b.spelled += len(address)
 	s := uint32(start)
 	if notReady {
 		s |= notReadyBit
 	}
+	if v, ok := ParseDottedQuad(address); ok {
+		s |= quadBit
+		b.addresses = append(b.addresses, byte(v>>24), byte(v>>16), byte(v>>8), byte(v))
+	} else {
+		b.addresses = append(b.addresses, address...)
+	}
 	b.starts = append(b.starts, s)
 }
 
-// Endpoints returns what was added and empties b.
+// Endpoints returns what was added and empties b. The addresses are
+// copied out, so that they take no more memory than they need; b keeps
+// its buffer for the next slice (a decoder packs many with one builder).
 func (b *EndpointsBuilder) Endpoints() Endpoints {
-	e := Endpoints{addresses: b.addresses.String(), starts: b.starts, longest: b.longest}
+	e := Endpoints{addresses: string(b.addresses), starts: b.starts, longest: b.longest, spelled: b.spelled}
 	if len(e.starts) == 0 {
 		e = Endpoints{}
 	}
-	*b = EndpointsBuilder{}
+	*b = EndpointsBuilder{addresses: b.addresses[:0]}
 	return e
 }

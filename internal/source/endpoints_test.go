@@ -2,6 +2,7 @@ package source_test
 
 import (
 	"math/rand/v2"
+	"net/netip"
 	"slices"
 	"strings"
 	"testing"
@@ -11,13 +12,25 @@ import (
 
 // TestEndpointsRoundTrip: packed endpoints give back exactly the plain ones
 // they were made of, by index, by Unpack and through Ready, whatever their
-// addresses' lengths (empty ones included) and readiness.
+// addresses (dotted quads, held as four bytes, next to spellings as long,
+// as short and as nearly quads, empty ones included) and readiness.
 func TestEndpointsRoundTrip(t *testing.T) {
 	r := rand.New(rand.NewPCG(1, 2))
+	address := func(i int) string {
+		switch r.IntN(4) {
+		case 0:
+			return strings.Repeat(string(rune('a'+i%26)), r.IntN(5))
+		case 1:
+			return netip.AddrFrom4([4]byte{byte(r.IntN(256)), byte(r.IntN(256)), 0, byte(r.IntN(3))}).String()
+		case 2:
+			return pick(r, "01.2.3.4", "1.2.3", "256.0.0.1", "1.2.3.4.5", "::ffff:1.2.3.4", "fd00::1", "1.2.3.4 ")
+		}
+		return pick(r, "0.0.0.0", "255.255.255.255", "1.2.3.4")
+	}
 	for round := range 500 {
 		list := make([]source.Endpoint, r.IntN(20))
 		for i := range list {
-			list[i] = source.Endpoint{Address: strings.Repeat(string(rune('a'+i%26)), r.IntN(5)), NotReady: r.IntN(3) == 0}
+			list[i] = source.Endpoint{Address: address(i), NotReady: r.IntN(3) == 0}
 		}
 		e := source.MakeEndpoints(list...)
 		if e.Len() != len(list) {
@@ -39,10 +52,10 @@ func TestEndpointsRoundTrip(t *testing.T) {
 		from := r.IntN(len(list) + 1)
 		var ready []string
 		for i, address := range e.Ready(from) {
-			if i < from || list[i].NotReady || list[i].Address != address {
+			if i < from || list[i].NotReady || address != source.MakeAddress(list[i].Address) || address != e.Address(i) {
 				t.Fatalf("round %d: Ready(%d) yielded %d %q; endpoint %d is %+v", round, from, i, address, i, list[i])
 			}
-			ready = append(ready, address)
+			ready = append(ready, address.String())
 		}
 		var want []string
 		for _, ep := range list[from:] {
@@ -53,11 +66,30 @@ func TestEndpointsRoundTrip(t *testing.T) {
 		if !slices.Equal(ready, want) {
 			t.Fatalf("round %d: Ready(%d) yielded %q, want %q", round, from, ready, want)
 		}
+		if got, want := e.MemoryBytes(), memoryBytes(list); got != want {
+			t.Fatalf("round %d: MemoryBytes %d, want %d", round, got, want)
+		}
 		if !e.Equal(source.MakeEndpoints(slices.Clone(list)...)) {
 			t.Fatalf("round %d: not Equal to the same endpoints packed again", round)
 		}
 	}
 }
+
+// memoryBytes is what Endpoints of list hold: four bytes an endpoint, and
+// its address, four bytes for a dotted quad.
+func memoryBytes(list []source.Endpoint) int {
+	n := 0
+	for _, ep := range list {
+		if addr, err := netip.ParseAddr(ep.Address); err == nil && addr.Is4() {
+			n += 4 + 4
+		} else {
+			n += 4 + len(ep.Address)
+		}
+	}
+	return n
+}
+
+func pick(r *rand.Rand, s ...string) string { return s[r.IntN(len(s))] }
 
 // TestEndpointsEqual: Equal tells endpoints apart by address, readiness,
 // number and order, and the zero value equals endpoints made of none.

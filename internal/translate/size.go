@@ -330,7 +330,7 @@ func addressesUpTo(endpoints source.Endpoints, longest int) (count, bytes int64)
 		return int64(endpoints.Len()), int64(endpoints.AddressBytes())
 	}
 	for i := range endpoints.Len() {
-		if n := len(endpoints.Address(i)); n <= longest {
+		if n := endpoints.Address(i).Len(); n <= longest {
 			count++
 			bytes += int64(n)
 		}
