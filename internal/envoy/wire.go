@@ -4,7 +4,6 @@ import (
 	"google.golang.org/protobuf/encoding/protowire"
 
 	"github.com/tributary-dev/tributary/internal/model"
-	"github.com/tributary-dev/tributary/internal/source"
 )
 
 // Tags of the fields AppendClusterLoadAssignment writes, named
@@ -111,7 +110,8 @@ func appendHealthCheckConfig(dst []byte, port uint32) []byte {
 // health_check_config}}, where health is the encoded health_check_config
 // field, empty without one.
 func appendLbEndpoint(dst []byte, ep model.Endpoint, health []byte) []byte {
-	socket := sizeSocketAddress(ep)
+	address := ep.Address.Len()
+	socket := sizeStringOf(address) + 1 + protowire.SizeVarint(uint64(ep.Port))
 	// Each enclosing message adds a tag and a length byte while lengths stay
 	// below 128, which they always do for IP literals: then the four headers
 	// are one fixed run of bytes.
@@ -133,7 +133,11 @@ func appendLbEndpoint(dst []byte, ep model.Endpoint, health []byte) []byte {
 		dst = append(dst, tagAddressSocket)
 		dst = appendVarint(dst, uint64(socket))
 	}
-	dst = appendAddress(dst, tagSocketAddress, ep.Address)
+	if address > 0 { // a proto3 string field, omitted when empty
+		dst = append(dst, tagSocketAddress)
+		dst = appendVarint(dst, uint64(address))
+		dst = ep.Address.AppendTo(dst)
+	}
 	// Ports of 128 and up take two or three bytes; spelled out here because
 	// protowire.AppendVarint is not inlined, and nearly every port needs it.
 	switch p := ep.Port; {
@@ -199,19 +203,6 @@ func sizeStringOf(n int) int {
 		return 0
 	}
 	return sizeMessage(n)
-}
-
-// appendAddress writes a proto3 string field holding a as spelled,
-// omitting it when empty, as appendString would write a.String() without
-// making that string.
-func appendAddress(dst []byte, tag byte, a source.Address) []byte {
-	n := a.Len()
-	if n == 0 {
-		return dst
-	}
-	dst = append(dst, tag)
-	dst = appendVarint(dst, uint64(n))
-	return a.AppendTo(dst)
 }
 
 // appendString writes a proto3 string field, omitting it when empty.

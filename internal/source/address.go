@@ -1,5 +1,10 @@
 package source
 
+import (
+	"encoding/binary"
+	"strconv"
+)
+
 // Address is an endpoint's first address as Endpoints hold it: a dotted
 // quad (four decimal fields 0-255 without leading zeros, the spelling
 // netip.ParseAddr reads as an unzoned IPv4 address, and the only one) as
@@ -47,12 +52,14 @@ func (a Address) Len() int {
 // that writes many appends them with AppendTo instead).
 func (a Address) String() string {
 	if a.isQuad {
-		return string(appendQuad(make([]byte, 0, len("255.255.255.255")), a.quad))
+		var buf [quadScratch]byte
+		return string(buf[:spellQuad(&buf, a.quad)])
 	}
 	return a.text
 }
 
-// AppendTo appends the address as spelled to dst.
+// AppendTo appends the address as spelled to dst. Unlike append, it may
+// change bytes of dst's spare capacity past the ones it appends.
 func (a Address) AppendTo(dst []byte) []byte {
 	if a.isQuad {
 		return appendQuad(dst, a.quad)
@@ -101,45 +108,62 @@ func ParseDottedQuad[T string | []byte](s T) (uint32, bool) {
 	return addr, i == len(s)
 }
 
-// appendQuad appends the dotted quad of v.
+// appendQuad appends the dotted quad of v. The encoder spells every
+// endpoint of every ClusterLoadAssignment this way; digit by digit, with a
+// branch on each field's size that random addresses mispredict, and then
+// copied from a buffer, it was a seventh of a translation. So each field
+// comes from a table as one four-byte store, straight into dst when its
+// spare capacity allows (bytes past the quad there may be overwritten, but
+// none before it), and through a buffer on the stack near its end.
 func appendQuad(dst []byte, v uint32) []byte {
-	for shift := 24; shift >= 0; shift -= 8 {
-		if shift < 24 {
-			dst = append(dst, '.')
-		}
-		switch b := byte(v >> shift); {
-		case b >= 100:
-			dst = append(dst, '0'+b/100, '0'+b/10%10, '0'+b%10)
-		case b >= 10:
-			dst = append(dst, '0'+b/10, '0'+b%10)
-		default:
-			dst = append(dst, '0'+b)
-		}
+	l := len(dst)
+	if cap(dst)-l < quadScratch {
+		var buf [quadScratch]byte
+		return append(dst, buf[:spellQuad(&buf, v)]...)
 	}
-	return dst
+	return dst[:l+spellQuad((*[quadScratch]byte)(dst[l:l+quadScratch]), v)]
+}
+
+// quadScratch is the room spellQuad writes in: 15 bytes of dotted quad at
+// most, and the last field's store is four bytes wide.
+const quadScratch = 16
+
+// spellQuad writes the dotted quad of v at the start of out and returns
+// its length; it may write past that.
+func spellQuad(out *[quadScratch]byte, v uint32) int {
+	f := &quadFields[v>>24]
+	binary.LittleEndian.PutUint32(out[0:], f.dotted)
+	n := int(f.digits) + 1
+	f = &quadFields[byte(v>>16)]
+	binary.LittleEndian.PutUint32(out[n:], f.dotted)
+	n += int(f.digits) + 1
+	f = &quadFields[byte(v>>8)]
+	binary.LittleEndian.PutUint32(out[n:], f.dotted)
+	n += int(f.digits) + 1
+	f = &quadFields[byte(v)]
+	binary.LittleEndian.PutUint32(out[n:], f.dotted)
+	return n + int(f.digits)
 }
 
 // quadLen is the length of the dotted quad of v: three dots and one to
 // three digits a field.
 func quadLen(v uint32) int {
-	n := 3
-	for shift := 0; shift < 32; shift += 8 {
-		n += int(decimalDigits[byte(v>>shift)])
-	}
-	return n
+	return 3 + int(quadFields[v>>24].digits+quadFields[byte(v>>16)].digits+quadFields[byte(v>>8)].digits+quadFields[byte(v)].digits)
 }
 
-// decimalDigits is the number of decimal digits of each byte value.
-var decimalDigits = func() (d [256]uint8) {
-	for b := range d {
-		switch {
-		case b >= 100:
-			d[b] = 3
-		case b >= 10:
-			d[b] = 2
-		default:
-			d[b] = 1
-		}
+// quadField is one field of a dotted quad: its decimal digits followed by
+// a dot, little-endian in dotted (the bytes past them are dots too, and
+// are overwritten or left out), and how many digits there are.
+type quadField struct {
+	dotted uint32
+	digits uint8
+}
+
+// quadFields spells every byte value as a field.
+var quadFields = func() (fields [256]quadField) {
+	for b := range fields {
+		spelled := []byte(strconv.Itoa(b) + "...")
+		fields[b] = quadField{dotted: binary.LittleEndian.Uint32(spelled), digits: uint8(len(strconv.Itoa(b)))}
 	}
-	return d
+	return fields
 }()

@@ -64,16 +64,18 @@ func (e Endpoints) Len() int { return len(e.starts) }
 
 // Address is endpoint i's address. A spelled one shares the memory of e: a
 // caller that keeps it keeps every address of e.
-func (e Endpoints) Address(i int) Address { return e.address(e.starts[i], e.end(i)) }
+func (e Endpoints) Address(i int) Address { return e.address(i, e.starts[i]) }
 
-// address is the address held from start (with its flags) to end.
-func (e Endpoints) address(start, end uint32) Address {
+// address is endpoint i's address, which starts as start (its offset
+// word) says. A dotted quad is four bytes, so only a spelled address needs
+// the next offset.
+func (e Endpoints) address(i int, start uint32) Address {
 	at := start &^ flagBits
 	if start&quadBit != 0 {
-		s := e.addresses[at:end]
+		s := e.addresses[at : at+4]
 		return QuadAddress(uint32(s[0])<<24 | uint32(s[1])<<16 | uint32(s[2])<<8 | uint32(s[3]))
 	}
-	return Address{text: e.addresses[at:end]}
+	return Address{text: e.addresses[at:e.end(i)]}
 }
 
 // end is where endpoint i's address ends: where the next one starts.
@@ -96,7 +98,7 @@ func (e Endpoints) Ready(from int) iter.Seq2[int, Address] {
 			if start&notReadyBit != 0 {
 				continue
 			}
-			if !yield(i, e.address(start, e.end(i))) {
+			if !yield(i, e.address(i, start)) {
 				return
 			}
 		}
