@@ -97,20 +97,17 @@ func decodeDirect(data mem.BufferSlice, read func(d *wireDecoder, b []byte) bool
 }
 
 // wireDecoder is the fast path's scratch space for one request: the
-// endpoints of the slice being read, kept from one slice to the next, and
-// what it made of each slice's.
+// endpoints of the slice being read, and what it made of each slice's.
 type wireDecoder struct {
-	endpoints []endpointOnWire
-	// addresses are the first address of each of the slice's endpoints
-	// that has one, in order; they point into the wire's bytes.
-	addresses [][]byte
 	// sliceEndpoints are the endpoints of each slice read, in order, as
-	// the decoder makes them from messages (see sourceEndpoints). The fast
-	// path declines what the decoder would report (too many addresses,
-	// one too long), so that protobuf and the decoder report it as before.
+	// the decoder makes them from messages: an endpoint without addresses
+	// is dropped, and of the others only the first address and whether
+	// the endpoint is not ready are kept, packed. The fast path declines
+	// what the decoder would report (too many addresses, one too long), so
+	// that protobuf and the decoder report it as before.
 	sliceEndpoints []source.Endpoints
-	// packed packs each slice's endpoints, its buffer reused from one slice
-	// to the next.
+	// packed packs the endpoints of the slice being read as each is read,
+	// its buffers reused from one slice to the next.
 	packed source.EndpointsBuilder
 	// interned holds one copy of each short string the request's slices
 	// repeat (see intern).
@@ -296,10 +293,11 @@ func (d *wireDecoder) object(b []byte) *tributaryv1.KubernetesObject {
 }
 
 // endpointOnWire is one endpoint of a slice as read from the wire: how
-// many addresses it has (the first is in the decoder's addresses) and its
-// conditions.
+// many addresses it has, the first of them (pointing into the wire's
+// bytes), and its conditions.
 type endpointOnWire struct {
 	addresses  int
+	first      []byte
 	conditions conditionsOnWire
 }
 
@@ -315,7 +313,6 @@ type conditionsOnWire struct {
 func (d *wireDecoder) endpointSlice(b []byte) *tributaryv1.EndpointSlice {
 	slice := new(tributaryv1.EndpointSlice)
 	seenAddressType := false
-	d.endpoints, d.addresses = d.endpoints[:0], d.addresses[:0]
 	for f, ok := range fields(b) {
 		if !ok || f.typ != protowire.BytesType {
 			return nil
@@ -344,7 +341,7 @@ func (d *wireDecoder) endpointSlice(b []byte) *tributaryv1.EndpointSlice {
 			return nil
 		}
 	}
-	d.sliceEndpoints = append(d.sliceEndpoints, d.sourceEndpoints())
+	d.sliceEndpoints = append(d.sliceEndpoints, d.packed.Endpoints())
 	return slice
 }
 
@@ -512,7 +509,8 @@ func (d *wireDecoder) endpointPort(b []byte) *tributaryv1.EndpointPort {
 	return p
 }
 
-// endpoint reads one Endpoint of the slice being read.
+// endpoint reads one Endpoint of the slice being read, and packs it unless
+// it has no address.
 func (d *wireDecoder) endpoint(b []byte) bool {
 	var e endpointOnWire
 	// The shape nearly every endpoint has, one address and then its
@@ -521,10 +519,10 @@ func (d *wireDecoder) endpoint(b []byte) bool {
 	if n := len(b); n >= 4 && b[0] == 0x0a && b[1] < 0x80 {
 		a := 2 + int(b[1])
 		if a+2 <= n && b[a] == 0x12 && b[a+1] < 0x80 && a+2+int(b[a+1]) == n {
-			if !d.address(b[2:a], &e) || !conditionsWire(b[a+2:], &e.conditions) {
+			if !e.address(b[2:a]) || !conditionsWire(b[a+2:], &e.conditions) {
 				return false
 			}
-			d.endpoints = append(d.endpoints, e)
+			d.pack(&e)
 			return true
 		}
 	}
@@ -534,7 +532,7 @@ func (d *wireDecoder) endpoint(b []byte) bool {
 		}
 		switch {
 		case f.num == 1:
-			if !d.address(f.bytes, &e) {
+			if !e.address(f.bytes) {
 				return false
 			}
 		case f.num == 2 && !e.conditions.present:
@@ -545,20 +543,27 @@ func (d *wireDecoder) endpoint(b []byte) bool {
 			return false
 		}
 	}
-	d.endpoints = append(d.endpoints, e)
+	d.pack(&e)
 	return true
 }
 
+// pack adds e to the slice's endpoints, unless it has no address.
+func (d *wireDecoder) pack(e *endpointOnWire) {
+	if e.addresses > 0 {
+		// Ready is the first of the three conditions.
+		d.packed.AddBytes(e.first, e.conditions.set[0] && !e.conditions.value[0])
+	}
+}
+
 // address takes a, the next address of e, or reports false to decline.
-func (d *wireDecoder) address(a []byte, e *endpointOnWire) bool {
+func (e *endpointOnWire) address(a []byte) bool {
 	if e.addresses == maxEndpointAddresses || len(a) > addressLimit.max || !utf8.Valid(a) {
 		return false
 	}
 	// Only an endpoint's first address is kept: the rest are counted and
-	// checked, never used, and an endpoint of a hundred empty addresses
-	// would otherwise cost a reference each.
+	// checked, never used.
 	if e.addresses == 0 {
-		d.addresses = append(d.addresses, a)
+		e.first = a
 	}
 	e.addresses++
 	return true
@@ -587,32 +592,6 @@ func conditionsWire(b []byte, c *conditionsOnWire) bool {
 		c.set[i] = true
 	}
 	return true
-}
-
-// sourceEndpoints makes the slice's endpoints, read from the wire, as the
-// decoder makes them from messages: an endpoint without addresses is
-// dropped, and of the others only the first address and whether the
-// endpoint is not ready are kept, packed.
-func (d *wireDecoder) sourceEndpoints() source.Endpoints {
-	// d.addresses holds the first address of each endpoint that has one
-	// (see address), in order.
-	addressBytes := 0
-	for _, a := range d.addresses {
-		addressBytes += len(a)
-	}
-	packed := &d.packed
-	packed.Grow(len(d.addresses), addressBytes)
-	kept := 0
-	for _, e := range d.endpoints {
-		if e.addresses == 0 {
-			continue
-		}
-		c := e.conditions
-		// Ready is the first of the three conditions.
-		packed.AddBytes(d.addresses[kept], c.set[0] && !c.value[0])
-		kept++
-	}
-	return packed.Endpoints()
 }
 
 // wireField is one field of a message on the wire: a varint or a

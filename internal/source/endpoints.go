@@ -216,14 +216,14 @@ func add[T string | []byte](b *EndpointsBuilder, address T, notReady bool) {
 	b.starts = append(b.starts, s)
 }
 
-// Endpoints returns what was added and empties b. The addresses are
-// copied out, so that they take no more memory than they need; b keeps
-// its buffer for the next slice (a decoder packs many with one builder).
+// Endpoints returns what was added and empties b. What it returns is
+// copied out, so that it takes no more memory than it needs; b keeps its
+// buffers for the next slice (a decoder packs many with one builder).
 func (b *EndpointsBuilder) Endpoints() Endpoints {
-	e := Endpoints{addresses: string(b.addresses), starts: b.starts, longest: b.longest, spelled: b.spelled}
-	if len(e.starts) == 0 {
-		e = Endpoints{}
+	var e Endpoints
+	if len(b.starts) > 0 {
+		e = Endpoints{addresses: string(b.addresses), starts: slices.Clone(b.starts), longest: b.longest, spelled: b.spelled}
 	}
-	*b = EndpointsBuilder{addresses: b.addresses[:0]}
+	*b = EndpointsBuilder{addresses: b.addresses[:0], starts: b.starts[:0]}
 	return e
 }
