@@ -215,7 +215,7 @@ func (r *sliceRun) appendTo(s *scratch, es *source.EndpointSlice) bool {
 
 // appendFromSlice appends c, whose text is the index of its endpoint in es.
 func (s *scratch) appendFromSlice(es *source.EndpointSlice, c candidate) {
-	text := es.Endpoints.Address(int(c.text))
+	text := spelling(es.Endpoints.Address(int(c.text)))
 	c.text = uint32(len(s.texts))
 	s.texts = append(s.texts, text)
 	s.candidates = append(s.candidates, c)

@@ -13,8 +13,8 @@ import (
 // sorting millions of them moves no pointers (and so triggers no write
 // barriers): the address as netip.Addr.As16 gives its 128 bits, split in
 // two, and text, the index in scratch.texts of the address as the
-// EndpointSlice's Endpoints hold it. Endpoint.Address is that address, so
-// no address string is ever copied.
+// EndpointSlice spelled it (see address), so no address string is ever
+// copied.
 type candidate struct {
 	hi, lo uint64
 	port   uint16
@@ -28,6 +28,16 @@ func newCandidate(addr netip.Addr, port uint16, text uint32) candidate {
 		hi: binary.BigEndian.Uint64(b[:8]), lo: binary.BigEndian.Uint64(b[8:]),
 		port: port, v6: !addr.Is4(), text: text,
 	}
+}
+
+// address is c's address as an Endpoint holds it: an IPv4 one (a dotted
+// quad, the only spelling an IPv4 slice's usable address has) from its
+// bits, an IPv6 one from its spelling in texts.
+func (c candidate) address(texts []string) source.Address {
+	if !c.v6 {
+		return source.QuadAddress(uint32(c.lo))
+	}
+	return source.MakeAddress(texts[c.text])
 }
 
 // newCandidate4 is newCandidate for the IPv4 address v4 (big-endian bits).

@@ -89,9 +89,10 @@ type scratch struct {
 	// targets are the runs of the targets of one call, in order.
 	targets []targetRun
 	// candidates holds the endpoints of every target, each target's run
-	// sorted and then compacted in place; texts holds their addresses.
+	// sorted and then compacted in place; texts holds the spellings of
+	// their addresses (see appendAddresses).
 	candidates []candidate
-	texts      []source.Address
+	texts      []string
 	// endpoints is what the returned runs point into.
 	endpoints []Endpoint
 	runs      [][]Endpoint
@@ -164,7 +165,7 @@ func (c *Collector) Collect(namespace string, targets []Target) ([][]Endpoint, [
 			}
 		} else {
 			for j, cand := range s.candidates[r.start:r.end] {
-				eps[j] = Endpoint{Address: s.texts[cand.text], Port: uint32(cand.port)}
+				eps[j] = Endpoint{Address: cand.address(s.texts), Port: uint32(cand.port)}
 			}
 		}
 		s.runs = append(s.runs, eps)

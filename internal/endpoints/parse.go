@@ -129,11 +129,21 @@ func (s *scratch) appendSliceKeys(keys []uint64, es *source.EndpointSlice, portN
 	return keys[:start+len(uniqueKeys(keys[start:]))]
 }
 
-// appendAddresses appends the address of every endpoint of es, in order,
-// for the candidates appendSliceEndpoints made.
-func appendAddresses(texts []source.Address, es *source.EndpointSlice) []source.Address {
+// appendAddresses appends the spelling of every endpoint's address of es,
+// in order, for the candidates appendSliceEndpoints made.
+func appendAddresses(texts []string, es *source.EndpointSlice) []string {
 	for i := range es.Endpoints.Len() {
-		texts = append(texts, es.Endpoints.Address(i))
+		texts = append(texts, spelling(es.Endpoints.Address(i)))
 	}
 	return texts
+}
+
+// spelling is a's spelling as a candidate's text, "" for a dotted quad:
+// its candidate holds it (see candidate.address), and spelling it would
+// make a string.
+func spelling(a source.Address) string {
+	if _, ok := a.Quad(); ok {
+		return ""
+	}
+	return a.String()
 }

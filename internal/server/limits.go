@@ -29,7 +29,7 @@ const (
 	DefaultMaxSessions = 1000
 	// DefaultMaxSessionBytes bounds the estimated memory of one session
 	// (see session.SizeChange): room for about six million endpoints of
-	// IPv4 pods, a hundred to a slice, estimated at 89 bytes each.
+	// IPv4 pods, a hundred to a slice, estimated at 86 bytes each.
 	DefaultMaxSessionBytes = 512 << 20
 	// DefaultMaxConcurrentStreams bounds the calls in flight on one
 	// connection. A translation uses every CPU, so a handful per

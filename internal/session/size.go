@@ -101,10 +101,10 @@ func serviceSize(svc *source.Service) int64 {
 }
 
 // addressOutputSize is the output one address becomes: its LbEndpoint in
-// the encoded ClusterLoadAssignment (held until the delta is sent) and in
-// the scratch translate.Incremental's kept builder reuses for the next
-// rebuild.
-const addressOutputSize = 48
+// the encoded ClusterLoadAssignment (held until the delta is sent, about
+// 24 bytes) and in the scratch translate.Incremental's kept builder reuses
+// for the next rebuild (an endpoints.Endpoint, 32 bytes).
+const addressOutputSize = 56
 
 // Incremental's slice cache (model.Builder's CacheEndpointSlices) holds a
 // packed key per endpoint and slice port it matched (an unnamed Service
