@@ -52,11 +52,14 @@ func NewBuilder(idx *Index, settings source.Settings) *Builder {
 // status holds errors (all or nothing: an ExtensionService with any error
 // yields no Envoy resources), and the status, always. See Builder for how
 // long the ExtensionCluster stays valid.
-func (b *Builder) Build(es *source.ExtensionService) (*ExtensionCluster, Status) {
+//
+// targets is nil, or what Index.AppendTargetServices gives for es, which
+// Build then does not look up again.
+func (b *Builder) Build(es *source.ExtensionService, targets []TargetService) (*ExtensionCluster, Status) {
 	st := Status{Namespace: es.Namespace, Name: es.Name}
 	st.Condition.ObservedGeneration = es.Generation
 	b.resolved.namespace = es.Namespace
-	ec := b.build(es, &st)
+	ec := b.build(es, targets, &st)
 	b.resolved.forget()
 	st.Condition.finish()
 	if len(st.Condition.Errors) > 0 {
@@ -75,7 +78,7 @@ type resolvedTarget struct {
 
 // resolvedSlices serves the collector the EndpointSlices of the Services
 // one ExtensionService's targets resolved to, as they were found with the
-// Service (Index.ServiceAndSlices), and asks the Index for anything else.
+// Service (a TargetService), and asks the Index for anything else.
 // The Index does not change during a Build, so the answers are the Index's
 // own; what it saves is a map lookup per target, keyed by two strings,
 // which at 100,000s of targets is a fair part of a translation.
@@ -84,16 +87,16 @@ type resolvedSlices struct {
 	// namespace is the ExtensionService's; services are the Services its
 	// targets resolved to so far, in spec order, with their slices.
 	namespace string
-	services  []serviceEntry
+	services  []TargetService
 	// next is where the next question is looked for first: the collector
 	// asks for the targets in spec order, so the answer is nearly always
 	// there.
 	next int
 }
 
-// remember notes the slices of a Service a target resolved to.
-func (r *resolvedSlices) remember(svc *source.Service, slices []*source.EndpointSlice) {
-	r.services = append(r.services, serviceEntry{service: svc, slices: slices})
+// remember notes the Service a target resolved to, with its slices.
+func (r *resolvedSlices) remember(found TargetService) {
+	r.services = append(r.services, found)
 }
 
 // forget drops what one Build remembered, so that no Service outlives it
@@ -108,9 +111,9 @@ func (r *resolvedSlices) EndpointSlices(service source.NamespacedName) []*source
 	if n := len(r.services); n > 0 && service.Namespace == r.namespace {
 		for k := range n {
 			i := (r.next + k) % n
-			if r.services[i].service.Name == service.Name {
+			if r.services[i].Service.Name == service.Name {
 				r.next = (i + 1) % n
-				return r.services[i].slices
+				return r.services[i].Slices
 			}
 		}
 	}

@@ -1,12 +1,17 @@
 package model
 
 import (
+	"fmt"
+	"math/rand/v2"
 	"slices"
 	"strconv"
 	"testing"
 
+	"github.com/google/go-cmp/cmp"
+
 	"github.com/tributary-dev/tributary/internal/objectgen"
 	"github.com/tributary-dev/tributary/internal/source"
+	"github.com/tributary-dev/tributary/internal/workload"
 )
 
 // TestResolvedSlicesAnswerAsTheIndex: what the collector is told about any
@@ -27,7 +32,8 @@ func TestResolvedSlicesAnswerAsTheIndex(t *testing.T) {
 	b := NewBuilder(idx, source.Settings{})
 	b.resolved.namespace = testNamespace
 	for _, svc := range []string{"b", "a", "b"} {
-		if _, _, err := b.lookupService(source.NamespacedName{Namespace: testNamespace, Name: svc}, 80); err != nil {
+		name := source.NamespacedName{Namespace: testNamespace, Name: svc}
+		if _, _, err := b.lookupService(name, idx.services[name], 80); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -45,10 +51,10 @@ func TestResolvedSlicesAnswerAsTheIndex(t *testing.T) {
 		Protocol: xtStr("h2c"),
 		Services: []source.ExtensionServiceTarget{{Name: "a", Port: 80}, {Name: "b", Port: 80}},
 	}}
-	if ec, st := b.Build(es); ec == nil || len(ec.Localities) != 2 {
+	if ec, st := b.Build(es, nil); ec == nil || len(ec.Localities) != 2 {
 		t.Fatalf("Build gave %v, status %+v; want two localities", ec, st)
 	}
-	if b.resolved.namespace != "" || len(b.resolved.services) != 0 || slices.ContainsFunc(b.resolved.services[:cap(b.resolved.services)], func(e serviceEntry) bool { return e.service != nil }) {
+	if b.resolved.namespace != "" || len(b.resolved.services) != 0 || slices.ContainsFunc(b.resolved.services[:cap(b.resolved.services)], func(e TargetService) bool { return e.Service != nil }) {
 		t.Errorf("a Build left Services remembered: %+v", b.resolved)
 	}
 }
@@ -63,4 +69,33 @@ func TestIsDecimal(t *testing.T) {
 			}
 		}
 	}
+}
+
+// TestBuildWithFoundTargets: a Build given what Index.AppendTargetServices
+// found for an ExtensionService's targets gives exactly what a Build that
+// looks them up gives: on random objects, for their statuses and errors,
+// and on the standard workload, whose every ExtensionService has
+// endpoints.
+func TestBuildWithFoundTargets(t *testing.T) {
+	check := func(name string, objs *source.Objects, settings source.Settings) {
+		t.Helper()
+		idx := NewIndex(objs)
+		looking, given := NewBuilder(idx, settings), NewBuilder(idx, settings)
+		for i := range objs.ExtensionServices {
+			es := &objs.ExtensionServices[i]
+			wantEC, wantSt := looking.Build(es, nil)
+			gotEC, gotSt := given.Build(es, idx.AppendTargetServices(nil, es))
+			if diff := cmp.Diff(wantEC, gotEC); diff != "" {
+				t.Fatalf("%s, %s: ExtensionCluster (-looked up +given):\n%s", name, es.Name, diff)
+			}
+			if diff := cmp.Diff(wantSt, gotSt); diff != "" {
+				t.Fatalf("%s, %s: Status (-looked up +given):\n%s", name, es.Name, diff)
+			}
+		}
+	}
+	for seed := range uint64(300) {
+		g := objectgen.New(objectgen.FromRand(rand.New(rand.NewPCG(seed, 0x666f756e64))), objectgen.Defaults())
+		check(fmt.Sprintf("seed %d", seed), g.Objects(), g.Settings())
+	}
+	check("the standard workload", workload.Standard(50, 5), source.Settings{})
 }

@@ -64,7 +64,7 @@ const serviceTypeExternalName = "ExternalName"
 // Endpoints are looked at only when everything else is valid: an
 // ExtensionService with an error yields nothing, so resolving its endpoints
 // would be work for a status that already says it is invalid.
-func (b *Builder) build(es *source.ExtensionService, st *Status) *ExtensionCluster {
+func (b *Builder) build(es *source.ExtensionService, found []TargetService, st *Status) *ExtensionCluster {
 	cond := &st.Condition
 	// b's own, set whole: nothing of the ExtensionService built before
 	// stays (see Builder).
@@ -171,8 +171,15 @@ func (b *Builder) build(es *source.ExtensionService, st *Status) *ExtensionClust
 	// keep its Service alive.
 	clear(b.scratch.resolved)
 	targets := b.scratch.resolved[:0]
-	for _, target := range es.Spec.Services {
-		if t, ok := b.resolveTarget(es.Namespace, target, cond); ok {
+	for i, target := range es.Spec.Services {
+		name := source.NamespacedName{Namespace: es.Namespace, Name: target.Name}
+		var service TargetService
+		if found != nil {
+			service = found[i]
+		} else {
+			service = b.index.services[name]
+		}
+		if t, ok := b.resolveTarget(name, service, target, cond); ok {
 			targets = append(targets, t)
 		}
 	}
@@ -308,12 +315,12 @@ func tlsVersion(v string) TLSVersion {
 	return TLSAuto
 }
 
-// resolveTarget finds the Service and port a spec target names, in the
-// ExtensionService's namespace only (a cross-namespace reference would let
-// an ExtensionService reach Services its author does not own).
-func (b *Builder) resolveTarget(namespace string, target source.ExtensionServiceTarget, cond *Condition) (resolvedTarget, bool) {
-	name := source.NamespacedName{Namespace: namespace, Name: target.Name}
-	svc, port, err := b.lookupService(name, target.Port)
+// resolveTarget finds the port a spec target names on found, what its
+// name resolved to: in the ExtensionService's namespace only (a
+// cross-namespace reference would let an ExtensionService reach Services
+// its author does not own).
+func (b *Builder) resolveTarget(name source.NamespacedName, found TargetService, target source.ExtensionServiceTarget, cond *Condition) (resolvedTarget, bool) {
+	svc, port, err := b.lookupService(name, found, target.Port)
 	if err != nil {
 		cond.AddError(SubConditionService, ReasonServiceUnresolvedReference,
 			fmt.Sprintf("unresolved service %s: %v", source.Quote(name.String()), err))
@@ -327,15 +334,16 @@ func (b *Builder) resolveTarget(namespace string, target source.ExtensionService
 	return resolvedTarget{service: svc, port: port, weight: target.Weight}, true
 }
 
-// lookupService returns the named Service and its first port whose number
-// is port or whose name is port written in decimal, as Contour matches. The
-// first matching port decides: if its protocol is neither TCP nor empty, the
-// lookup fails even if a later port would match.
+// lookupService returns the Service found under name and its first port
+// whose number is port or whose name is port written in decimal, as
+// Contour matches. The first matching port decides: if its protocol is
+// neither TCP nor empty, the lookup fails even if a later port would
+// match.
 //
-// The Service's EndpointSlices come with it, out of the same lookup; b
-// remembers them for the collector (see resolvedSlices).
-func (b *Builder) lookupService(name source.NamespacedName, port int32) (*source.Service, source.ServicePort, error) {
-	svc, slices := b.index.ServiceAndSlices(name)
+// The Service's EndpointSlices come with it; b remembers them for the
+// collector (see resolvedSlices).
+func (b *Builder) lookupService(name source.NamespacedName, found TargetService, port int32) (*source.Service, source.ServicePort, error) {
+	svc := found.Service
 	if svc == nil {
 		return nil, source.ServicePort{}, fmt.Errorf("service %s not found", source.Quote(name.String()))
 	}
@@ -346,7 +354,7 @@ func (b *Builder) lookupService(name source.NamespacedName, port int32) (*source
 		if p.Protocol != "" && p.Protocol != "TCP" {
 			return nil, source.ServicePort{}, fmt.Errorf("unsupported service protocol %s", source.Quote(p.Protocol))
 		}
-		b.resolved.remember(svc, slices)
+		b.resolved.remember(found)
 		return svc, p, nil
 	}
 	return nil, source.ServicePort{}, fmt.Errorf("port %q on service %s not matched", strconv.Itoa(int(port)), source.Quote(name.String()))

@@ -21,19 +21,20 @@ type Index struct {
 	// lookup (at 100,000s of targets the lookups, each a cache miss or
 	// more, are a fair part of a translation). An entry lives as long as
 	// its Service or any of its slices.
-	services    map[source.NamespacedName]serviceEntry
+	services    map[source.NamespacedName]TargetService
 	sliceByName map[source.NamespacedName]*source.EndpointSlice
 	secrets     map[source.NamespacedName]*secretEntry
 	delegations map[source.NamespacedName]*source.TLSCertificateDelegation
 	delegByNS   map[string]*namespaceDelegations
 }
 
-// serviceEntry is what the Index holds under a Service's name: the
-// Service, nil until it is put, and the EndpointSlices labelled for it, in
-// name order, nil when there are none.
-type serviceEntry struct {
-	service *source.Service
-	slices  []*source.EndpointSlice
+// TargetService is what the Index holds under a Service's name, and what
+// an ExtensionService's target of that name resolves to: the Service, nil
+// until it is put, and the EndpointSlices labelled for it, in name order,
+// nil when there are none.
+type TargetService struct {
+	Service *source.Service
+	Slices  []*source.EndpointSlice
 }
 
 // NewIndex indexes objs. It gives exactly what putting every object one by
@@ -43,7 +44,7 @@ type serviceEntry struct {
 // all of them, share one allocation.
 func NewIndex(objs *source.Objects) *Index {
 	idx := &Index{
-		services:    make(map[source.NamespacedName]serviceEntry, len(objs.Services)),
+		services:    make(map[source.NamespacedName]TargetService, len(objs.Services)),
 		sliceByName: make(map[source.NamespacedName]*source.EndpointSlice, len(objs.EndpointSlices)),
 		secrets:     make(map[source.NamespacedName]*secretEntry, len(objs.Secrets)),
 		delegations: make(map[source.NamespacedName]*source.TLSCertificateDelegation),
@@ -54,7 +55,7 @@ func NewIndex(objs *source.Objects) *Index {
 	// PutService does).
 	for i := range objs.Services {
 		s := &objs.Services[i]
-		idx.services[s.NamespacedName()] = serviceEntry{service: s}
+		idx.services[s.NamespacedName()] = TargetService{Service: s}
 	}
 	idx.indexEndpointSlices(objs.EndpointSlices)
 	for i := range objs.Secrets {
@@ -89,11 +90,11 @@ func (idx *Index) indexEndpointSlices(list []source.EndpointSlice) {
 		}
 		key := source.NamespacedName{Namespace: s.Namespace, Name: s.Service}
 		e := idx.services[key]
-		if e.slices == nil {
+		if e.Slices == nil {
 			firsts[i] = s
-			e.slices = firsts[i : i+1 : i+1]
+			e.Slices = firsts[i : i+1 : i+1]
 		} else {
-			e.slices = insertSliceByName(e.slices, s)
+			e.Slices = insertSliceByName(e.Slices, s)
 		}
 		idx.services[key] = e
 	}
@@ -110,7 +111,7 @@ func insertSliceByName(list []*source.EndpointSlice, s *source.EndpointSlice) []
 func (idx *Index) PutService(s *source.Service) {
 	name := s.NamespacedName()
 	e := idx.services[name]
-	e.service = s
+	e.Service = s
 	idx.services[name] = e
 }
 
@@ -120,11 +121,11 @@ func (idx *Index) DeleteService(name source.NamespacedName) {
 	if !ok {
 		return
 	}
-	if e.slices == nil {
+	if e.Slices == nil {
 		delete(idx.services, name)
 		return
 	}
-	e.service = nil
+	e.Service = nil
 	idx.services[name] = e
 }
 
@@ -141,7 +142,7 @@ func (idx *Index) PutEndpointSlice(s *source.EndpointSlice) {
 	}
 	key := source.NamespacedName{Namespace: s.Namespace, Name: s.Service}
 	e := idx.services[key]
-	e.slices = insertSliceByName(e.slices, s)
+	e.Slices = insertSliceByName(e.Slices, s)
 	idx.services[key] = e
 }
 
@@ -157,12 +158,12 @@ func (idx *Index) DeleteEndpointSlice(name source.NamespacedName) {
 	}
 	key := source.NamespacedName{Namespace: old.Namespace, Name: old.Service}
 	e := idx.services[key]
-	e.slices = slices.DeleteFunc(e.slices, func(s *source.EndpointSlice) bool { return s == old })
+	e.Slices = slices.DeleteFunc(e.Slices, func(s *source.EndpointSlice) bool { return s == old })
 	switch {
-	case len(e.slices) > 0:
+	case len(e.Slices) > 0:
 		idx.services[key] = e
-	case e.service != nil:
-		e.slices = nil // a Service without slices lists none, not an empty list
+	case e.Service != nil:
+		e.Slices = nil // a Service without slices lists none, not an empty list
 		idx.services[key] = e
 	default:
 		delete(idx.services, key)
@@ -214,20 +215,25 @@ func (idx *Index) EndpointSliceCount() int { return len(idx.sliceByName) }
 
 // Service returns the named Service, or nil.
 func (idx *Index) Service(name source.NamespacedName) *source.Service {
-	return idx.services[name].service
+	return idx.services[name].Service
 }
 
 // EndpointSlices returns the slices labelled for the named Service, in name
 // order. The caller must not modify the returned slice.
 func (idx *Index) EndpointSlices(service source.NamespacedName) []*source.EndpointSlice {
-	return idx.services[service].slices
+	return idx.services[service].Slices
 }
 
-// ServiceAndSlices is Service and EndpointSlices in one lookup, for a
-// caller that wants both for each of many targets.
-func (idx *Index) ServiceAndSlices(name source.NamespacedName) (*source.Service, []*source.EndpointSlice) {
-	e := idx.services[name]
-	return e.service, e.slices
+// AppendTargetServices appends to dst what each of es's spec targets
+// names, in spec order. A caller that both bounds and builds es passes
+// them to Builder.Build, so that each target is looked up once: at
+// hundreds of thousands of targets the lookups, each keyed by two strings
+// and a cache miss or more, are a fair part of a translation.
+func (idx *Index) AppendTargetServices(dst []TargetService, es *source.ExtensionService) []TargetService {
+	for _, t := range es.Spec.Services {
+		dst = append(dst, idx.services[source.NamespacedName{Namespace: es.Namespace, Name: t.Name}])
+	}
+	return dst
 }
 
 // Secret returns the named Secret, or nil.

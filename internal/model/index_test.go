@@ -115,9 +115,9 @@ func TestNewIndexMatchesPuts(t *testing.T) {
 				if fresh.Service(svc) != byPuts.Service(svc) {
 					t.Fatalf("round %d: Service %s differs", round, svc)
 				}
-				gotSvc, gotSlices := fresh.ServiceAndSlices(svc)
-				if gotSvc != fresh.Service(svc) || !slices.Equal(gotSlices, fresh.EndpointSlices(svc)) {
-					t.Fatalf("round %d: ServiceAndSlices(%s) is not Service and EndpointSlices", round, svc)
+				es := &source.ExtensionService{Meta: source.Meta{Namespace: ns}, Spec: source.ExtensionServiceSpec{Services: []source.ExtensionServiceTarget{{Name: a}}}}
+				if found := fresh.AppendTargetServices(nil, es); len(found) != 1 || found[0].Service != fresh.Service(svc) || !slices.Equal(found[0].Slices, fresh.EndpointSlices(svc)) {
+					t.Fatalf("round %d: AppendTargetServices for %s is not Service and EndpointSlices", round, svc)
 				}
 				if want := byPuts.EndpointSlices(svc); !slices.Equal(fresh.EndpointSlices(svc), want) || (want == nil) != (fresh.EndpointSlices(svc) == nil) {
 					t.Fatalf("round %d: slices of %s: %v, by puts %v", round, svc, sliceNames(fresh.EndpointSlices(svc)), sliceNames(want))
@@ -144,12 +144,12 @@ func TestIndexServiceOutlivesItsSlices(t *testing.T) {
 	idx.PutEndpointSlice(slice("ns", "b", "svc"))
 	idx.DeleteEndpointSlice(source.NamespacedName{Namespace: "ns", Name: "a"})
 	idx.DeleteEndpointSlice(source.NamespacedName{Namespace: "ns", Name: "b"})
-	if got, list := idx.ServiceAndSlices(name); got != svc || list != nil {
+	if got, list := idx.services[name].Service, idx.services[name].Slices; got != svc || list != nil {
 		t.Fatalf("after deleting its slices: Service %v, slices %v; want the Service and no list", got, sliceNames(list))
 	}
 	idx.PutEndpointSlice(slice("ns", "c", "svc"))
 	idx.DeleteService(name)
-	if got, list := idx.ServiceAndSlices(name); got != nil || !slices.Equal(sliceNames(list), []string{"c"}) {
+	if got, list := idx.services[name].Service, idx.services[name].Slices; got != nil || !slices.Equal(sliceNames(list), []string{"c"}) {
 		t.Fatalf("after deleting the Service: Service %v, slices %v; want no Service and slice c", got, sliceNames(list))
 	}
 	idx.DeleteEndpointSlice(source.NamespacedName{Namespace: "ns", Name: "c"})

@@ -23,10 +23,10 @@ func BenchmarkRebuildParts(b *testing.B) {
 	es := &objs.ExtensionServices[0]
 	b.Run("model", func(b *testing.B) {
 		for b.Loop() {
-			mb.Build(es)
+			mb.Build(es, nil)
 		}
 	})
-	ec, _ := mb.Build(es)
+	ec, _ := mb.Build(es, nil)
 	b.Run("cla", func(b *testing.B) {
 		for b.Loop() {
 			envoy.AppendClusterLoadAssignment(nil, ec)

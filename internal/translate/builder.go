@@ -35,8 +35,8 @@ func newBuilder(idx *model.Index, settings source.Settings, enc encoding) *build
 // was built: a Cluster depends on nothing those hold, so when es is still
 // valid its Outcome carries keep's name and version, without a Body,
 // instead of building and hashing it again.
-func (b *builder) build(es *source.ExtensionService, keep Resource) Outcome {
-	ec, st := b.model.Build(es)
+func (b *builder) build(es *source.ExtensionService, found []model.TargetService, keep Resource) Outcome {
+	ec, st := b.model.Build(es, found)
 	if ec == nil {
 		return Outcome{Status: st}
 	}

@@ -2,6 +2,8 @@ package translate_test
 
 import (
 	"bytes"
+	"context"
+	"math"
 	"math/rand/v2"
 	"slices"
 	"testing"
@@ -72,6 +74,15 @@ func checkGenerated(t *testing.T, g *objectgen.Generator) {
 	want := translate.TranslateReference(objs, settings)
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Fatalf("fast path differs from the reference encoding (-reference +fast):\n%s", diff)
+	}
+	// Bounded looks each target up once, for the bound and the build
+	// alike; what it builds is Translate's.
+	bounded, err := translate.Bounded(context.Background(), objs, settings, translate.Limits{MaxOutputBytes: math.MaxInt64})
+	if err != nil {
+		t.Fatalf("Bounded without a reachable bound: %v", err)
+	}
+	if diff := cmp.Diff(got, bounded); diff != "" {
+		t.Fatalf("Bounded differs from Translate (-Translate +Bounded):\n%s", diff)
 	}
 }
 

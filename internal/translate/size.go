@@ -71,6 +71,9 @@ type Estimator struct {
 	defaults      optionSizes
 	externalNames bool
 	targets       map[source.NamespacedName]targetEstimate
+	// found is the scratch Estimate and Quick look an ExtensionService's
+	// targets up in.
+	found []model.TargetService
 }
 
 // targetEstimate bounds the endpoints one target Service contributes:
@@ -157,7 +160,7 @@ const forgetInPlace = 64
 // of every endpoint at its own length. It costs a pass over the endpoints
 // of es's targets; Quick does not.
 func (e *Estimator) Estimate(es *source.ExtensionService) Estimate {
-	_, est := e.estimate(es, true)
+	_, est := e.estimate(es, e.lookUp(es), true)
 	return est
 }
 
@@ -167,19 +170,21 @@ func (e *Estimator) Estimate(es *source.ExtensionService) Estimate {
 // allows. Callers check against Quick, and decide with Estimate only when
 // Quick says the output may be too large.
 func (e *Estimator) Quick(es *source.ExtensionService) int64 {
-	quick, _ := e.estimate(es, false)
+	quick, _ := e.estimate(es, e.lookUp(es), false)
 	return quick
 }
 
-// quickAndEstimate is Quick and Estimate of es, for little more than
-// Estimate costs: they share every lookup.
-func (e *Estimator) quickAndEstimate(es *source.ExtensionService) (int64, Estimate) {
-	return e.estimate(es, true)
+// lookUp finds es's targets in the Index, into e's scratch.
+func (e *Estimator) lookUp(es *source.ExtensionService) []model.TargetService {
+	clear(e.found) // no Service outlives the call here
+	e.found = e.index.AppendTargetServices(e.found[:0], es)
+	return e.found
 }
 
-// estimate returns Quick's bound of es, and when precise the Estimate (a
-// zero one otherwise). The two differ only in the endpoints they count.
-func (e *Estimator) estimate(es *source.ExtensionService, precise bool) (int64, Estimate) {
+// estimate returns Quick's bound of es, whose targets found are (what
+// Index.AppendTargetServices gives), and when precise the Estimate (a zero
+// one otherwise). The two differ only in the endpoints they count.
+func (e *Estimator) estimate(es *source.ExtensionService, found []model.TargetService, precise bool) (int64, Estimate) {
 	var est Estimate
 	name := clusterNameBytes(es.Namespace, es.Name)
 	// name, alt_stat_name and the EDS service_name.
@@ -206,13 +211,12 @@ func (e *Estimator) estimate(es *source.ExtensionService, precise bool) (int64, 
 	status := statusFixedBytes + stringField(len(es.Namespace)) + stringField(len(es.Name)) + stringField(name)
 	// A STRICT_DNS Cluster holds one locality per ExternalName target.
 	var dns int64
-	for _, t := range es.Spec.Services {
-		service := source.NamespacedName{Namespace: es.Namespace, Name: t.Name}
+	for i, t := range es.Spec.Services {
 		var target targetEstimate
 		if precise {
-			target = e.target(service)
+			target = e.target(source.NamespacedName{Namespace: es.Namespace, Name: t.Name}, found[i].Slices)
 		} else {
-			target = e.countTarget(service, false)
+			target = countTarget(found[i].Slices, false)
 		}
 		// Targets are counted without a health check port, which adds the
 		// same bytes to every endpoint (and are remembered so).
@@ -225,7 +229,7 @@ func (e *Estimator) estimate(es *source.ExtensionService, precise bool) (int64, 
 		cla += messageField(locality + target.precise.bytes)
 		quickCLA += messageField(locality + target.quick.bytes)
 		if e.externalNames {
-			if svc := e.index.Service(service); svc != nil && svc.ExternalName != "" {
+			if svc := found[i].Service; svc != nil && svc.ExternalName != "" {
 				dns += dnsLocality(subZone, len(svc.ExternalName), int(health))
 			}
 		}
@@ -273,30 +277,30 @@ func maxAddressBytes(addressType string) (int, bool) {
 	return 0, false
 }
 
-// target bounds the endpoints of the Service named service: the first
-// address of every endpoint of every slice labelled for it (the only one
+// target bounds the endpoints of the Service named service, whose slices
+// are slices: the first address of every endpoint of every slice (the only one
 // translation uses), once per port of the slice (an unnamed Service port
 // matches every TCP port of a slice). Addresses longer than the slice's
 // type allows are not counted: the collector refuses them. Only large
 // targets are remembered: counting a small one again costs less than a map
 // entry, and most targets are small and used once.
-func (e *Estimator) target(service source.NamespacedName) targetEstimate {
+func (e *Estimator) target(service source.NamespacedName, slices []*source.EndpointSlice) targetEstimate {
 	if t, ok := e.targets[service]; ok {
 		return t
 	}
-	t := e.countTarget(service, true)
+	t := countTarget(slices, true)
 	if t.precise.endpoints >= rememberedTarget {
 		e.targets[service] = t
 	}
 	return t
 }
 
-// countTarget bounds the endpoints of the Service named service as Quick
-// counts them, without reading the endpoints: every one at the longest
-// address of its slice's type; and when precise, as target says.
-func (e *Estimator) countTarget(service source.NamespacedName, precise bool) targetEstimate {
+// countTarget bounds the endpoints of a Service's slices as Quick counts
+// them, without reading the endpoints: every one at the longest address of
+// its slice's type; and when precise, as target says.
+func countTarget(slices []*source.EndpointSlice, precise bool) targetEstimate {
 	var t targetEstimate
-	for _, slice := range e.index.EndpointSlices(service) {
+	for _, slice := range slices {
 		longest, ok := maxAddressBytes(slice.AddressType)
 		if !ok {
 			continue

@@ -107,13 +107,15 @@ func translate(ctx context.Context, objs *source.Objects, settings source.Settin
 		return a.NamespacedName().Compare(b.NamespacedName())
 	})
 	idx := model.NewIndex(objs)
+	var found *targetsFound
 	if l.MaxOutputBytes > 0 {
-		if err := checkOutput(ctx, idx, settings, order, l); err != nil {
+		var err error
+		if found, err = checkOutput(ctx, idx, settings, order, l); err != nil {
 			return nil, err
 		}
 	}
 	res, put, closeGaps := gather(len(order))
-	if err := build(ctx, idx, settings, order, enc, put); err != nil {
+	if err := build(ctx, idx, settings, order, enc, found, put); err != nil {
 		return nil, err
 	}
 	closeGaps()
@@ -134,49 +136,88 @@ func translate(ctx context.Context, objs *source.Objects, settings source.Settin
 // those before it are estimated again if the precise Estimates are
 // needed. That changes what checkOutput costs, never what it decides:
 // every Quick bound is summed, and a Tally is the same in any order.
-func checkOutput(ctx context.Context, idx *model.Index, settings source.Settings, es []*source.ExtensionService, l Limits) error {
+//
+// It returns what it found es's targets to be, for build to use rather
+// than look them up again.
+func checkOutput(ctx context.Context, idx *model.Index, settings source.Settings, es []*source.ExtensionService, l Limits) (*targetsFound, error) {
 	estimator := NewEstimator(idx, settings)
+	found := newTargetsFound(es)
 	var quick int64
 	// t holds the precise Estimates of es[from:].
 	var t Tally
 	from := len(es)
 	for i, e := range es {
 		if err := ctx.Err(); err != nil {
-			return err
+			return nil, err
 		}
+		targets := found.add(idx, e)
 		if i >= from {
-			q, est := estimator.quickAndEstimate(e)
+			q, est := estimator.estimate(e, targets, true)
 			quick += q
 			t.Add(e.NamespacedName(), &est)
 			continue
 		}
-		quick += estimator.Quick(e)
+		q, _ := estimator.estimate(e, targets, false)
+		quick += q
 		if seen := int64(i + 1); seen >= projectAfter && !l.Fits(quick/seen*int64(len(es))) {
 			from = i + 1
 		}
 	}
 	if !l.Fits(quick) {
-		if err := preciseTally(ctx, estimator, es[:from], &t); err != nil {
-			return err
+		if err := preciseTally(ctx, estimator, es[:from], found, &t); err != nil {
+			return nil, err
 		}
 		if err := l.Check(t.Bytes, func() string { return t.Cause(settings) }); err != nil {
-			return err
+			return nil, err
 		}
 		if l.Reserve == nil {
-			return nil
+			return found, nil
 		}
-		return l.Reserve(l.reserved(t.Bytes))
+		return found, l.Reserve(l.reserved(t.Bytes))
 	}
 	if l.Reserve == nil {
-		return nil
+		return found, nil
 	}
 	if err := l.Reserve(l.reserved(quick)); err == nil {
+		return found, nil
+	}
+	if err := preciseTally(ctx, estimator, es[:from], found, &t); err != nil {
+		return nil, err
+	}
+	return found, l.Reserve(l.reserved(t.Bytes))
+}
+
+// targetsFound is what the targets of a list of ExtensionServices were
+// found to be in an Index, in one array: those of the i-th are
+// all[starts[i]:starts[i+1]].
+type targetsFound struct {
+	all    []model.TargetService
+	starts []int
+}
+
+// newTargetsFound makes room for the targets of es.
+func newTargetsFound(es []*source.ExtensionService) *targetsFound {
+	n := 0
+	for _, e := range es {
+		n += len(e.Spec.Services)
+	}
+	return &targetsFound{all: make([]model.TargetService, 0, n), starts: append(make([]int, 0, len(es)+1), 0)}
+}
+
+// add finds the targets of the next ExtensionService, es, and returns them.
+func (f *targetsFound) add(idx *model.Index, es *source.ExtensionService) []model.TargetService {
+	f.all = idx.AppendTargetServices(f.all, es)
+	f.starts = append(f.starts, len(f.all))
+	return f.of(len(f.starts) - 2)
+}
+
+// of returns the targets of the i-th ExtensionService; nil for a nil f,
+// which found nothing.
+func (f *targetsFound) of(i int) []model.TargetService {
+	if f == nil {
 		return nil
 	}
-	if err := preciseTally(ctx, estimator, es[:from], &t); err != nil {
-		return err
-	}
-	return l.Reserve(l.reserved(t.Bytes))
+	return f.all[f.starts[i]:f.starts[i+1]:f.starts[i+1]]
 }
 
 // projectAfter is how many ExtensionServices checkOutput bounds with
@@ -185,14 +226,14 @@ func checkOutput(ctx context.Context, idx *model.Index, settings source.Settings
 // of a set that fits, few enough that those done again are a small part.
 const projectAfter = 256
 
-// preciseTally adds the Estimates of es to t, or returns ctx.Err() once
-// ctx is done.
-func preciseTally(ctx context.Context, estimator *Estimator, es []*source.ExtensionService, t *Tally) error {
-	for _, e := range es {
+// preciseTally adds the Estimates of es, whose targets were found, to t,
+// or returns ctx.Err() once ctx is done.
+func preciseTally(ctx context.Context, estimator *Estimator, es []*source.ExtensionService, found *targetsFound, t *Tally) error {
+	for i, e := range es {
 		if err := ctx.Err(); err != nil {
 			return err
 		}
-		est := estimator.Estimate(e)
+		_, est := estimator.estimate(e, found.of(i), true)
 		t.Add(e.NamespacedName(), &est)
 	}
 	return nil
@@ -278,7 +319,7 @@ const parallelThreshold = 2 * minPerWorker
 //
 // put takes the Outcome by value: a pointer, passed through a function
 // value, would move every Outcome to the heap.
-func build(ctx context.Context, idx *model.Index, settings source.Settings, es []*source.ExtensionService, enc encoding, put func(i int, o Outcome)) error {
+func build(ctx context.Context, idx *model.Index, settings source.Settings, es []*source.ExtensionService, enc encoding, found *targetsFound, put func(i int, o Outcome)) error {
 	workers := min(runtime.GOMAXPROCS(0), max(1, len(es)/minPerWorker))
 	var wg sync.WaitGroup
 	for w := range workers {
@@ -291,7 +332,7 @@ func build(ctx context.Context, idx *model.Index, settings source.Settings, es [
 				if ctx.Err() != nil {
 					return
 				}
-				put(i, b.build(es[i], Resource{}))
+				put(i, b.build(es[i], found.of(i), Resource{}))
 			}
 		}
 		if workers == 1 {
