@@ -128,17 +128,15 @@ func translate(ctx context.Context, objs *source.Objects, settings source.Settin
 // over the limit, or more than Reserve grants, decides with the precise
 // Estimates: what fits them is accepted as it was before Quick.
 //
-// Quick saves the pass over the endpoints, but not the lookups of each
-// target's slices, which cost about as much: the precise Estimates after
-// Quick would pay for them twice. So once the Quick bounds so far, at
-// their rate over all of es, would exceed the limit, each
-// ExtensionService gets both bounds from one set of lookups, and only
-// those before it are estimated again if the precise Estimates are
-// needed. That changes what checkOutput costs, never what it decides:
+// Each ExtensionService's targets are looked up once, here, and what was
+// found is returned for build to use: a lookup, keyed by two strings and
+// a cache miss or more, costs about as much as the rest of a bound, and
+// build would otherwise make it again. Quick saves the pass over the
+// endpoints; once the Quick bounds so far, at their rate over all of es,
+// would exceed the limit, each ExtensionService gets both bounds at once,
+// and only those before it are estimated again if the precise Estimates
+// are needed. That changes what checkOutput costs, never what it decides:
 // every Quick bound is summed, and a Tally is the same in any order.
-//
-// It returns what it found es's targets to be, for build to use rather
-// than look them up again.
 func checkOutput(ctx context.Context, idx *model.Index, settings source.Settings, es []*source.ExtensionService, l Limits) (*targetsFound, error) {
 	estimator := NewEstimator(idx, settings)
 	found := newTargetsFound(es)
