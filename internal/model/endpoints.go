@@ -36,6 +36,9 @@ const (
 // what lets a Builder turn millions of endpoints into Localities with next
 // to no allocation once it has warmed up.
 type localityScratch struct {
+	// found is what an ExtensionService's targets name in the Index, when
+	// Build was not given it.
+	found []TargetService
 	// resolved are the spec targets of one ExtensionService that resolved.
 	resolved []resolvedTarget
 	// targets are the distinct Service ports of one ExtensionService, in

@@ -169,17 +169,16 @@ func (b *Builder) build(es *source.ExtensionService, found []TargetService, st *
 	}
 	// Cleared, not just truncated: a target left from a larger build would
 	// keep its Service alive.
+	if found == nil {
+		clear(b.scratch.found)
+		b.scratch.found = b.index.AppendTargetServices(b.scratch.found[:0], es)
+		found = b.scratch.found
+	}
 	clear(b.scratch.resolved)
 	targets := b.scratch.resolved[:0]
 	for i, target := range es.Spec.Services {
 		name := source.NamespacedName{Namespace: es.Namespace, Name: target.Name}
-		var service TargetService
-		if found != nil {
-			service = found[i]
-		} else {
-			service = b.index.services[name]
-		}
-		if t, ok := b.resolveTarget(name, service, target, cond); ok {
+		if t, ok := b.resolveTarget(name, found[i], target, cond); ok {
 			targets = append(targets, t)
 		}
 	}

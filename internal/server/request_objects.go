@@ -64,6 +64,9 @@ type decoder struct {
 	servicePorts    []source.ServicePort
 	endpointPorts   []source.EndpointPort
 	certDelegations []source.CertificateDelegation
+	// packed packs each EndpointSlice's endpoints, its buffers reused from
+	// one slice to the next.
+	packed source.EndpointsBuilder
 	// seen maps, per source.Kind, each namespace/name to the index of the
 	// object that first used it.
 	seen []map[source.NamespacedName]int
@@ -266,7 +269,7 @@ func (d *decoder) endpointSlice(i int, pb *tributaryv1.EndpointSlice, p *problem
 		// passed: the fast path declines a request that fails them.
 		es.Endpoints, d.sliceEndpoints = d.sliceEndpoints[0], d.sliceEndpoints[1:]
 	} else {
-		es.Endpoints = endpointsOf(ref, pb.GetEndpoints(), p)
+		es.Endpoints = d.endpointsOf(ref, pb.GetEndpoints(), p)
 	}
 	ports := pb.GetPorts()
 	es.Ports = carve(&d.endpointPorts, len(ports))
@@ -293,15 +296,7 @@ func (d *decoder) endpointSlice(i int, pb *tributaryv1.EndpointSlice, p *problem
 
 // endpointsOf checks the endpoints of the EndpointSlice ref locates and
 // packs them.
-func endpointsOf(ref objectRef, endpoints []*tributaryv1.Endpoint, p *problems) source.Endpoints {
-	addressBytes := 0
-	for _, e := range endpoints {
-		if addresses := e.GetAddresses(); len(addresses) > 0 {
-			addressBytes += len(addresses[0])
-		}
-	}
-	var packed source.EndpointsBuilder
-	packed.Grow(len(endpoints), addressBytes)
+func (d *decoder) endpointsOf(ref objectRef, endpoints []*tributaryv1.Endpoint, p *problems) source.Endpoints {
 	for j, e := range endpoints {
 		addresses := e.GetAddresses()
 		checkAddresses(ref, p, j, addresses)
@@ -312,9 +307,9 @@ func endpointsOf(ref objectRef, endpoints []*tributaryv1.Endpoint, p *problems) 
 		// rest is what translation never reads, and the session would
 		// otherwise hold the request's messages for as long as it lives.
 		c := e.GetConditions()
-		packed.Add(addresses[0], c != nil && c.Ready != nil && !*c.Ready)
+		d.packed.Add(addresses[0], c != nil && c.Ready != nil && !*c.Ready)
 	}
-	return packed.Endpoints()
+	return d.packed.Endpoints()
 }
 
 func (d *decoder) secret(i int, pb *tributaryv1.Secret, p *problems) {

@@ -162,11 +162,6 @@ func (e Endpoints) String() string {
 // MakeEndpoints packs list.
 func MakeEndpoints(list ...Endpoint) Endpoints {
 	var b EndpointsBuilder
-	bytes := 0
-	for _, ep := range list {
-		bytes += len(ep.Address)
-	}
-	b.Grow(len(list), bytes)
 	for _, ep := range list {
 		b.Add(ep.Address, ep.NotReady)
 	}
@@ -181,13 +176,6 @@ type EndpointsBuilder struct {
 	addresses        []byte
 	starts           []uint32
 	longest, spelled int
-}
-
-// Grow makes room for n more endpoints and up to bytes more of addresses
-// as spelled.
-func (b *EndpointsBuilder) Grow(n, bytes int) {
-	b.addresses = slices.Grow(b.addresses, bytes)
-	b.starts = slices.Grow(b.starts, n)
 }
 
 // Add adds an endpoint at address.

@@ -125,7 +125,6 @@ func TestEndpointsEqual(t *testing.T) {
 // a builder starts afresh after Endpoints, leaving what it returned intact.
 func TestEndpointsBuilder(t *testing.T) {
 	var b source.EndpointsBuilder
-	b.Grow(2, len("10.0.0.1")+len("fd00::1"))
 	b.AddBytes([]byte("10.0.0.1"), false)
 	b.Add("fd00::1", true)
 	first := b.Endpoints()
