@@ -82,8 +82,12 @@ func (s *answeredStream) SendMsg(m any) error {
 	return s.note(s.ServerStream.SendMsg(m))
 }
 
+// note records err unless it is the end of the stream or of the call: a
+// RecvMsg or SendMsg that fails because the client cancelled (often having
+// just got the status of another one's failure) or the deadline passed
+// says nothing gRPC wrote to the client, and contextEnd tells those.
 func (s *answeredStream) note(err error) error {
-	if err != nil && !errors.Is(err, io.EOF) {
+	if err != nil && !errors.Is(err, io.EOF) && !isCallEnd(err) {
 		s.mu.Lock()
 		if s.first == nil {
 			s.first = err
