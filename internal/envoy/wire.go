@@ -1,6 +1,8 @@
 package envoy
 
 import (
+	"encoding/binary"
+
 	"google.golang.org/protobuf/encoding/protowire"
 
 	"github.com/tributary-dev/tributary/internal/model"
@@ -80,9 +82,7 @@ func AppendClusterLoadAssignment(dst []byte, ec *model.ExtensionCluster) []byte 
 		dst = appendVarint(dst, uint64(sizeString(loc.SubZone)))
 		dst = appendString(dst, tagLocalitySubZone, loc.SubZone)
 
-		for _, ep := range loc.Endpoints {
-			dst = appendLbEndpoint(dst, ep, health)
-		}
+		dst = appendLbEndpoints(dst, loc.Endpoints, health)
 
 		if loc.Weight > 0 {
 			dst = append(dst, tagLocalityLbWeight)
@@ -103,6 +103,90 @@ func appendHealthCheckConfig(dst []byte, port uint32) []byte {
 	}
 	dst = append(dst, tagEndpointHealth, byte(1+protowire.SizeVarint(uint64(port))), tagHealthPortValue)
 	return protowire.AppendVarint(dst, uint64(port))
+}
+
+// appendLbEndpoints writes one lb_endpoints entry for each of eps, as
+// appendLbEndpoint does. Nearly every endpoint is a dotted quad on the same
+// port as the one before it, and its entry is then a run of fixed bytes
+// with only the address's length and spelling varying: ten header bytes
+// (four tag and length pairs, then the address's tag and length), the
+// address, and a tail of the port and health_check_config. Written with a
+// few wide stores into dst's spare capacity, spelled first so that its
+// length need not be worked out, it costs a third of the general path,
+// which is kept for everything else and for the last entries, where the
+// spare capacity is too short for the wide stores.
+func appendLbEndpoints(dst []byte, eps []model.Endpoint, health []byte) []byte {
+	var layout quadLbEndpoint
+	for _, ep := range eps {
+		if _, quad := ep.Address.Quad(); !quad || cap(dst)-len(dst) < quadLbEndpointRoom {
+			dst = appendLbEndpoint(dst, ep, health)
+			continue
+		}
+		if !layout.made || layout.port != ep.Port {
+			layout = makeQuadLbEndpoint(ep.Port, health)
+		}
+		l := len(dst)
+		// The address goes after the header, whose lengths follow from it.
+		spelled := ep.Address.AppendTo(dst[:l+quadHeaderBytes])
+		n := len(spelled) - l - quadHeaderBytes
+		header := spelled[l : l+quadHeaderBytes]
+		binary.LittleEndian.PutUint64(header, layout.header+uint64(n)*quadHeaderLengths)
+		header[8], header[9] = tagSocketAddress, byte(n)
+		tail := spelled[len(spelled) : len(spelled)+16]
+		binary.LittleEndian.PutUint64(tail, layout.tail[0])
+		binary.LittleEndian.PutUint64(tail[8:], layout.tail[1])
+		dst = spelled[:len(spelled)+layout.tailBytes]
+	}
+	return dst
+}
+
+// quadHeaderBytes is the length of a dotted quad's lb_endpoints entry up
+// to its address: LbEndpoint, Endpoint, Address and SocketAddress tags,
+// each with a one-byte length, then the address's tag and length.
+const quadHeaderBytes = 10
+
+// quadLbEndpointRoom is the spare capacity appendLbEndpoints' wide stores
+// need: the header, the longest dotted quad with the room AppendTo writes
+// in past it, and the tail's two 8-byte stores.
+const quadLbEndpointRoom = quadHeaderBytes + 15 + 16
+
+// quadHeaderLengths adds an address's length to each of the four lengths
+// of a quad header's first eight bytes, held little-endian: the address is
+// inside all four messages, and none of them reaches 128 bytes.
+const quadHeaderLengths = 1<<8 | 1<<24 | 1<<40 | 1<<56
+
+// quadLbEndpoint is the layout of a dotted quad's lb_endpoints entry on
+// one port with one health_check_config: the first eight header bytes for
+// an address of length zero, and the bytes after the address.
+type quadLbEndpoint struct {
+	made      bool
+	port      uint32
+	header    uint64
+	tail      [2]uint64
+	tailBytes int
+}
+
+// makeQuadLbEndpoint lays out an entry on port with health, the encoded
+// health_check_config (six bytes at most, see appendHealthCheckConfig).
+func makeQuadLbEndpoint(port uint32, health []byte) quadLbEndpoint {
+	var tail [16]byte
+	t := append(protowire.AppendVarint(append(tail[:0], tagSocketPortValue), uint64(port)), health...)
+	// SocketAddress: the address's tag and length, then the port.
+	socket := 2 + len(t) - len(health)
+	h := len(health)
+	header := [8]byte{
+		tagLocalityLbEndpoint, byte(socket + 6 + h),
+		tagLbEndpointEndpoint, byte(socket + 4 + h),
+		tagEndpointAddress, byte(socket + 2),
+		tagAddressSocket, byte(socket),
+	}
+	return quadLbEndpoint{
+		made:      true,
+		port:      port,
+		header:    binary.LittleEndian.Uint64(header[:]),
+		tail:      [2]uint64{binary.LittleEndian.Uint64(tail[:8]), binary.LittleEndian.Uint64(tail[8:])},
+		tailBytes: len(t),
+	}
 }
 
 // appendLbEndpoint writes one lb_endpoints entry:
@@ -158,8 +242,18 @@ func appendLbEndpoint(dst []byte, ep model.Endpoint, health []byte) []byte {
 // of health_check_config.
 func sizeLocalityLbEndpoints(loc *model.Locality, health int) int {
 	size := sizeMessage(sizeString(loc.SubZone)) // locality is always set
+	// A dotted quad's entry is its address and a size that depends only on
+	// the port (see appendLbEndpoints), worked out again when that changes.
+	port, quadFixed := uint32(0), -1
 	for _, ep := range loc.Endpoints {
-		size += sizeLbEndpoint(ep, health)
+		if _, quad := ep.Address.Quad(); !quad {
+			size += sizeLbEndpoint(ep, health)
+			continue
+		}
+		if quadFixed < 0 || ep.Port != port {
+			port, quadFixed = ep.Port, quadHeaderBytes+1+protowire.SizeVarint(uint64(ep.Port))+health
+		}
+		size += quadFixed + ep.Address.Len()
 	}
 	if loc.Weight > 0 {
 		size += sizeMessage(1 + protowire.SizeVarint(uint64(loc.Weight)))
