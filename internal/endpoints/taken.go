@@ -141,7 +141,11 @@ func (s *scratch) findTakenKeys() {
 		}
 	}
 	m.cursors = h
-	if len(h) < 2 {
+	switch len(h) {
+	case 0, 1:
+		return
+	case 2:
+		m.taken = appendTakenOfTwo(m.taken, h[0].run, h[1].run, s.targets[h[0].run].keys, s.targets[h[1].run].keys)
 		return
 	}
 	for i := len(h)/2 - 1; i >= 0; i-- {
@@ -169,6 +173,28 @@ func (s *scratch) findTakenKeys() {
 	if c := h[0]; c.socket == last {
 		m.taken = append(m.taken, runEntry{run: c.run, index: c.at})
 	}
+}
+
+// appendTakenOfTwo is findTakenKeys for two runs, those of targets first
+// and second (first < second), sorted and without repeats: the entries of
+// second's run that first's holds, appended to taken in address:port
+// order. It is the common case, a plain merge whose two cursors step
+// without a branch on which is lower: that branch goes one way or the other
+// at random on scattered pod addresses, and would be mispredicted half the
+// time.
+func appendTakenOfTwo(taken []runEntry, first, second int, a, b []uint64) []runEntry {
+	i, j := 0, 0
+	for i < len(a) && j < len(b) {
+		x, y := keySocket(a[i]), keySocket(b[j])
+		if x == y {
+			taken = append(taken, runEntry{run: second, index: j})
+		}
+		// A socket has 48 bits, so y-x wraps to set the top bit exactly
+		// when x > y: i steps when x <= y, j when y <= x.
+		i += int(1 - (y-x)>>63)
+		j += int(1 - (x-y)>>63)
+	}
+	return taken
 }
 
 // keyCursor is a packed run's place in the merge: the run, the index
