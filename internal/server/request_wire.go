@@ -313,10 +313,22 @@ type conditionsOnWire struct {
 func (d *wireDecoder) endpointSlice(b []byte) *tributaryv1.EndpointSlice {
 	slice := new(tributaryv1.EndpointSlice)
 	seenAddressType := false
-	for f, ok := range fields(b) {
+	for len(b) > 0 {
+		// An endpoint under 128 bytes, nearly every field of a slice: its
+		// tag and one-byte length are read at once.
+		if len(b) >= 2 && b[0] == tagSliceEndpoint && b[1] < 0x80 && 2+int(b[1]) <= len(b) {
+			end := 2 + int(b[1])
+			if !d.endpoint(b[2:end]) {
+				return nil
+			}
+			b = b[end:]
+			continue
+		}
+		f, rest, ok := nextField(b)
 		if !ok || f.typ != protowire.BytesType {
 			return nil
 		}
+		b = rest
 		switch {
 		case f.num == 1 && slice.Metadata == nil:
 			if slice.Metadata = d.objectMeta(f.bytes); slice.Metadata == nil {
@@ -509,6 +521,9 @@ func (d *wireDecoder) endpointPort(b []byte) *tributaryv1.EndpointPort {
 	return p
 }
 
+// tagSliceEndpoint is EndpointSlice.endpoints' tag, one byte.
+const tagSliceEndpoint = 3<<3 | byte(protowire.BytesType)
+
 // endpoint reads one Endpoint of the slice being read, and packs it unless
 // it has no address.
 func (d *wireDecoder) endpoint(b []byte) bool {
@@ -519,7 +534,17 @@ func (d *wireDecoder) endpoint(b []byte) bool {
 	if n := len(b); n >= 4 && b[0] == 0x0a && b[1] < 0x80 {
 		a := 2 + int(b[1])
 		if a+2 <= n && b[a] == 0x12 && b[a+1] < 0x80 && a+2+int(b[a+1]) == n {
-			if !e.address(b[2:a]) || !conditionsWire(b[a+2:], &e.conditions) {
+			if !conditionsWire(b[a+2:], &e.conditions) {
+				return false
+			}
+			// A dotted quad, nearly every address, is ASCII and short:
+			// what address checks holds, and it is packed as the number
+			// it was parsed into.
+			if v, ok := source.ParseDottedQuad(b[2:a]); ok {
+				d.packed.AddQuad(v, a-2, e.notReady())
+				return true
+			}
+			if !e.address(b[2:a]) {
 				return false
 			}
 			d.pack(&e)
@@ -550,9 +575,14 @@ func (d *wireDecoder) endpoint(b []byte) bool {
 // pack adds e to the slice's endpoints, unless it has no address.
 func (d *wireDecoder) pack(e *endpointOnWire) {
 	if e.addresses > 0 {
-		// Ready is the first of the three conditions.
-		d.packed.AddBytes(e.first, e.conditions.set[0] && !e.conditions.value[0])
+		d.packed.AddBytes(e.first, e.notReady())
 	}
+}
+
+// notReady reports whether e's ready condition is set and false: ready is
+// the first of the three conditions.
+func (e *endpointOnWire) notReady() bool {
+	return e.conditions.set[0] && !e.conditions.value[0]
 }
 
 // address takes a, the next address of e, or reports false to decline.

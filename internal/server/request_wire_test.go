@@ -481,6 +481,7 @@ func declinedRequests(tb testing.TB) (translate, sync []declinedCase) {
 		{"a port number as bytes", requestWithSlice(sliceMetadata, bytesField(4, bytesField(2, []byte{1})))},
 		{"truncated", realistic[:len(realistic)-1]},
 		{"truncated endpoint", requestWithEndpoint(address[:len(address)-2])},
+		{"an endpoint one byte longer than its slice", requestWithSlice(sliceMetadata, oneByteShort(bytesField(3, append(bytes.Clone(address), bytesField(2, varintField(1, 1))...))))},
 		{"a field number 0", append(bytes.Clone(realistic), 0x02, 0x00)},
 	}
 	// A SyncBatch's upserts are field 2, as a TranslateRequest's objects:
@@ -501,6 +502,10 @@ func declinedRequests(tb testing.TB) (translate, sync []declinedCase) {
 	}
 	return translate, sync
 }
+
+// oneByteShort is field without its last byte: its length then promises
+// one byte more than follows.
+func oneByteShort(field []byte) []byte { return field[:len(field)-1] }
 
 func bytesField(num protowire.Number, value []byte) []byte {
 	return protowire.AppendBytes(protowire.AppendTag(nil, num, protowire.BytesType), value)

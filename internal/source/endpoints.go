@@ -184,24 +184,38 @@ func (b *EndpointsBuilder) Add(address string, notReady bool) { add(b, address, 
 // AddBytes is Add for an address read off the wire.
 func (b *EndpointsBuilder) AddBytes(address []byte, notReady bool) { add(b, address, notReady) }
 
+// AddQuad is Add for an address already parsed: the dotted quad whose 32
+// bits are v (as ParseDottedQuad gives them), spelled in spelled bytes.
+func (b *EndpointsBuilder) AddQuad(v uint32, spelled int, notReady bool) {
+	s := b.start(spelled, notReady) | quadBit
+	b.addresses = append(b.addresses, byte(v>>24), byte(v>>16), byte(v>>8), byte(v))
+	b.starts = append(b.starts, s)
+}
+
 func add[T string | []byte](b *EndpointsBuilder, address T, notReady bool) {
+	if v, ok := ParseDottedQuad(address); ok {
+		b.AddQuad(v, len(address), notReady)
+		return
+	}
+	s := b.start(len(address), notReady)
+	b.addresses = append(b.addresses, address...)
+	b.starts = append(b.starts, s)
+}
+
+// start counts the next endpoint's address of spelled bytes and returns
+// its offset word.
+func (b *EndpointsBuilder) start(spelled int, notReady bool) uint32 {
 	start := len(b.addresses)
-	if start+len(address) > maxAddressBytes {
+	if start+spelled > maxAddressBytes {
 		panic(fmt.Sprintf("source: more than %d bytes of endpoint addresses in one EndpointSlice", maxAddressBytes))
 	}
-	b.longest = max(b.longest, len(address))
-	b.spelled += len(address)
+	b.longest = max(b.longest, spelled)
+	b.spelled += spelled
 	s := uint32(start)
 	if notReady {
 		s |= notReadyBit
 	}
-	if v, ok := ParseDottedQuad(address); ok {
-		s |= quadBit
-		b.addresses = append(b.addresses, byte(v>>24), byte(v>>16), byte(v>>8), byte(v))
-	} else {
-		b.addresses = append(b.addresses, address...)
-	}
-	b.starts = append(b.starts, s)
+	return s
 }
 
 // Endpoints returns what was added and empties b. What it returns is
