@@ -144,8 +144,8 @@ func (s *scratch) findTakenKeys() {
 	switch len(h) {
 	case 0, 1:
 		return
-	case 2:
-		m.taken = appendTakenOfTwo(m.taken, h[0].run, h[1].run, s.targets[h[0].run].keys, s.targets[h[1].run].keys)
+	case 2: // h lists the runs in target order: h[1]'s is the later
+		m.taken = appendTakenOfTwo(m.taken, h[1].run, s.targets[h[0].run].keys, s.targets[h[1].run].keys)
 		return
 	}
 	for i := len(h)/2 - 1; i >= 0; i-- {
@@ -175,14 +175,14 @@ func (s *scratch) findTakenKeys() {
 	}
 }
 
-// appendTakenOfTwo is findTakenKeys for two runs, those of targets first
-// and second (first < second), sorted and without repeats: the entries of
-// second's run that first's holds, appended to taken in address:port
-// order. It is the common case, a plain merge whose two cursors step
+// appendTakenOfTwo is findTakenKeys for two runs, a and b, sorted and
+// without repeats, where b is the run of target second, a later target
+// than a's: the entries of b that a holds, appended to taken in
+// address:port order. It is the common case, a plain merge whose two cursors step
 // without a branch on which is lower: that branch goes one way or the other
 // at random on scattered pod addresses, and would be mispredicted half the
 // time.
-func appendTakenOfTwo(taken []runEntry, first, second int, a, b []uint64) []runEntry {
+func appendTakenOfTwo(taken []runEntry, second int, a, b []uint64) []runEntry {
 	i, j := 0, 0
 	for i < len(a) && j < len(b) {
 		x, y := keySocket(a[i]), keySocket(b[j])

@@ -45,6 +45,9 @@ const (
 // A health check port is the same on every endpoint, so its
 // health_check_config is encoded once, into a few bytes on the stack, and
 // copied after each endpoint's address.
+//
+// Unlike append, it may change bytes of dst's spare capacity past the ones
+// it appends (see appendLbEndpoints).
 func AppendClusterLoadAssignment(dst []byte, ec *model.ExtensionCluster) []byte {
 	var healthBuf [6]byte
 	health := appendHealthCheckConfig(healthBuf[:0], healthCheckPort(ec))
@@ -146,8 +149,9 @@ func appendLbEndpoints(dst []byte, eps []model.Endpoint, health []byte) []byte {
 const quadHeaderBytes = 10
 
 // quadLbEndpointRoom is the spare capacity appendLbEndpoints' wide stores
-// need: the header, the longest dotted quad with the room AppendTo writes
-// in past it, and the tail's two 8-byte stores.
+// need: the header, the longest dotted quad (15 bytes), and the tail's two
+// 8-byte stores after it. AppendTo's own stores, 16 bytes from the
+// address's start, fall within that.
 const quadLbEndpointRoom = quadHeaderBytes + 15 + 16
 
 // quadHeaderLengths adds an address's length to each of the four lengths
@@ -167,7 +171,8 @@ type quadLbEndpoint struct {
 }
 
 // makeQuadLbEndpoint lays out an entry on port with health, the encoded
-// health_check_config (six bytes at most, see appendHealthCheckConfig).
+// health_check_config (see appendHealthCheckConfig): with the port's tag
+// and varint, at most 1+5+8 bytes, inside the tail's 16.
 func makeQuadLbEndpoint(port uint32, health []byte) quadLbEndpoint {
 	var tail [16]byte
 	t := append(protowire.AppendVarint(append(tail[:0], tagSocketPortValue), uint64(port)), health...)
