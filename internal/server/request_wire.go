@@ -112,6 +112,52 @@ type wireDecoder struct {
 	// interned holds one copy of each short string the request's slices
 	// repeat (see intern).
 	interned map[string]*string
+	// messages are where the messages the fast path reads come from.
+	messages messageSlabs
+}
+
+// messageSlabs hands out the messages of one request's EndpointSlices and
+// Services from arrays of them, rather than one allocation each: at
+// N=10000 a request is 50,000 objects of about ten messages each, and
+// their allocation and the garbage collection after it were most of its
+// decoding. The messages of a request live and die together (nothing is
+// kept of them once the objects are checked into the pipeline's input,
+// which copies what it keeps), so an array outlives none of its messages
+// by more than the request.
+type messageSlabs struct {
+	objects       slab[tributaryv1.KubernetesObject]
+	sliceKinds    slab[tributaryv1.KubernetesObject_EndpointSlice]
+	serviceKinds  slab[tributaryv1.KubernetesObject_Service]
+	slices        slab[tributaryv1.EndpointSlice]
+	services      slab[tributaryv1.Service]
+	metas         slab[tributaryv1.ObjectMeta]
+	serviceSpecs  slab[tributaryv1.ServiceSpec]
+	servicePorts  slab[tributaryv1.ServicePort]
+	endpointPorts slab[tributaryv1.EndpointPort]
+}
+
+// slab hands out zero values of T from arrays whose sizes start at one and
+// double up to maxSlab, so that a Sync batch of one object allocates what
+// it did before, and a request of thousands one array per maxSlab values;
+// what is left spare is fewer values than were handed out, and fewer than
+// maxSlab.
+type slab[T any] struct {
+	free []T
+	size int
+}
+
+// maxSlab is the size of the largest array a slab allocates.
+const maxSlab = 512
+
+// next returns a new zero T.
+func (s *slab[T]) next() *T {
+	if len(s.free) == 0 {
+		s.size = min(max(2*s.size, 1), maxSlab)
+		s.free = make([]T, s.size)
+	}
+	v := &s.free[0]
+	s.free = s.free[1:]
+	return v
 }
 
 // Interning bounds: a request names few namespaces, label keys, port
@@ -255,7 +301,7 @@ func (d *wireDecoder) syncBatch(b []byte) *tributaryv1.SyncBatch {
 // object reads a KubernetesObject: an EndpointSlice by hand, any other
 // kind through protobuf.
 func (d *wireDecoder) object(b []byte) *tributaryv1.KubernetesObject {
-	o := new(tributaryv1.KubernetesObject)
+	o := d.messages.objects.next()
 	for f, ok := range fields(b) {
 		// A second member of the oneof replaces the first, and a second
 		// instance of the same member merges into it: both left to
@@ -270,11 +316,15 @@ func (d *wireDecoder) object(b []byte) *tributaryv1.KubernetesObject {
 			}
 		case 2:
 			if svc := d.service(f.bytes); svc != nil {
-				o.Kind = &tributaryv1.KubernetesObject_Service{Service: svc}
+				kind := d.messages.serviceKinds.next()
+				kind.Service = svc
+				o.Kind = kind
 			}
 		case 3:
 			if slice := d.endpointSlice(f.bytes); slice != nil {
-				o.Kind = &tributaryv1.KubernetesObject_EndpointSlice{EndpointSlice: slice}
+				kind := d.messages.sliceKinds.next()
+				kind.EndpointSlice = slice
+				o.Kind = kind
 			}
 		case 4:
 			if secret := unmarshalNew[tributaryv1.Secret](f.bytes); secret != nil {
@@ -311,7 +361,7 @@ type conditionsOnWire struct {
 }
 
 func (d *wireDecoder) endpointSlice(b []byte) *tributaryv1.EndpointSlice {
-	slice := new(tributaryv1.EndpointSlice)
+	slice := d.messages.slices.next()
 	seenAddressType := false
 	for len(b) > 0 {
 		// An endpoint under 128 bytes, nearly every field of a slice: its
@@ -362,7 +412,7 @@ func (d *wireDecoder) endpointSlice(b []byte) *tributaryv1.EndpointSlice {
 // at tens of thousands of slices that was a fair part of a request. Its
 // namespace and labels are interned; its name is the slice's own.
 func (d *wireDecoder) objectMeta(b []byte) *tributaryv1.ObjectMeta {
-	m := new(tributaryv1.ObjectMeta)
+	m := d.messages.metas.next()
 	var seen [4]bool // namespace, name, generation: a second one merges
 	for f, ok := range fields(b) {
 		if !ok {
@@ -426,7 +476,7 @@ func (d *wireDecoder) mapEntry(b []byte, m *map[string]string) bool {
 // Services for each ExtensionService; through protobuf each was a dozen
 // allocations.
 func (d *wireDecoder) service(b []byte) *tributaryv1.Service {
-	svc := new(tributaryv1.Service)
+	svc := d.messages.services.next()
 	for f, ok := range fields(b) {
 		if !ok || f.typ != protowire.BytesType {
 			return nil
@@ -448,7 +498,7 @@ func (d *wireDecoder) service(b []byte) *tributaryv1.Service {
 }
 
 func (d *wireDecoder) serviceSpec(b []byte) *tributaryv1.ServiceSpec {
-	spec := new(tributaryv1.ServiceSpec)
+	spec := d.messages.serviceSpecs.next()
 	var seen [3]bool // type, external_name
 	for f, ok := range fields(b) {
 		if !ok || f.typ != protowire.BytesType {
@@ -473,7 +523,7 @@ func (d *wireDecoder) serviceSpec(b []byte) *tributaryv1.ServiceSpec {
 }
 
 func (d *wireDecoder) servicePort(b []byte) *tributaryv1.ServicePort {
-	p := new(tributaryv1.ServicePort)
+	p := d.messages.servicePorts.next()
 	var seen [5]bool // name, port, target_port, protocol
 	for f, ok := range fields(b) {
 		if !ok || f.num < 1 || f.num > 4 || seen[f.num] {
@@ -502,7 +552,7 @@ func (d *wireDecoder) servicePort(b []byte) *tributaryv1.ServicePort {
 // protocol interned, or returns nil to decline: a field seen twice (which
 // protobuf merges), a string that is not UTF-8, any other field.
 func (d *wireDecoder) endpointPort(b []byte) *tributaryv1.EndpointPort {
-	p := new(tributaryv1.EndpointPort)
+	p := d.messages.endpointPorts.next()
 	for f, ok := range fields(b) {
 		if !ok {
 			return nil

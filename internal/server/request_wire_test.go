@@ -576,3 +576,28 @@ func TestInternBounded(t *testing.T) {
 		t.Error("the table holds a string longer than maxInternedBytes")
 	}
 }
+
+// TestSlab: a slab hands out distinct zero values, from arrays of 1, 2, 4
+// and so on up to maxSlab: 1023 values take ten arrays, and each maxSlab
+// values after them one more.
+func TestSlab(t *testing.T) {
+	var s slab[[2]int64]
+	seen := map[*[2]int64]bool{}
+	for range 1023 + 2*maxSlab {
+		v := s.next()
+		if seen[v] || *v != [2]int64{} {
+			t.Fatalf("value %p handed out twice or not zero: %v", v, *v)
+		}
+		seen[v] = true
+		v[0], v[1] = 1, 2
+	}
+	allocs := testing.AllocsPerRun(1, func() {
+		var s slab[[2]int64]
+		for range 1023 + maxSlab {
+			s.next()
+		}
+	})
+	if allocs != 11 {
+		t.Errorf("%d values took %v allocations, want 11", 1023+maxSlab, allocs)
+	}
+}
