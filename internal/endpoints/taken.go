@@ -178,10 +178,10 @@ func (s *scratch) findTakenKeys() {
 // appendTakenOfTwo is findTakenKeys for two runs, a and b, sorted and
 // without repeats, where b is the run of target second, a later target
 // than a's: the entries of b that a holds, appended to taken in
-// address:port order. It is the common case, a plain merge whose two cursors step
-// without a branch on which is lower: that branch goes one way or the other
-// at random on scattered pod addresses, and would be mispredicted half the
-// time.
+// address:port order. It is the common case, a plain merge whose two
+// cursors step without a branch on which is lower: that branch goes one
+// way or the other at random on scattered pod addresses, and would be
+// mispredicted half the time.
 func appendTakenOfTwo(taken []runEntry, second int, a, b []uint64) []runEntry {
 	i, j := 0, 0
 	for i < len(a) && j < len(b) {

@@ -167,13 +167,11 @@ func (b *Builder) build(es *source.ExtensionService, found []TargetService, st *
 		cond.AddError(SubConditionSpec, ReasonNoTargets,
 			"spec.services is empty: an ExtensionService needs at least one target Service")
 	}
+	if found == nil {
+		found = b.index.LookUpTargetServices(&b.scratch.found, es)
+	}
 	// Cleared, not just truncated: a target left from a larger build would
 	// keep its Service alive.
-	if found == nil {
-		clear(b.scratch.found)
-		b.scratch.found = b.index.AppendTargetServices(b.scratch.found[:0], es)
-		found = b.scratch.found
-	}
 	clear(b.scratch.resolved)
 	targets := b.scratch.resolved[:0]
 	for i, target := range es.Spec.Services {

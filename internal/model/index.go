@@ -236,6 +236,15 @@ func (idx *Index) AppendTargetServices(dst []TargetService, es *source.Extension
 	return dst
 }
 
+// LookUpTargetServices is AppendTargetServices into *scratch, which it
+// clears first (cleared, not just truncated: a Service left from a larger
+// lookup would stay alive there), and returns what it found.
+func (idx *Index) LookUpTargetServices(scratch *[]TargetService, es *source.ExtensionService) []TargetService {
+	clear(*scratch)
+	*scratch = idx.AppendTargetServices((*scratch)[:0], es)
+	return *scratch
+}
+
 // Secret returns the named Secret, or nil.
 func (idx *Index) Secret(name source.NamespacedName) *source.Secret {
 	if e := idx.secrets[name]; e != nil {

@@ -591,7 +591,7 @@ func (d *wireDecoder) endpoint(b []byte) bool {
 			// what address checks holds, and it is packed as the number
 			// it was parsed into.
 			if v, ok := source.ParseDottedQuad(b[2:a]); ok {
-				d.packed.AddQuad(v, a-2, e.notReady())
+				d.packed.AddQuad(v, e.notReady())
 				return true
 			}
 			if !e.address(b[2:a]) {

@@ -185,16 +185,16 @@ func (b *EndpointsBuilder) Add(address string, notReady bool) { add(b, address, 
 func (b *EndpointsBuilder) AddBytes(address []byte, notReady bool) { add(b, address, notReady) }
 
 // AddQuad is Add for an address already parsed: the dotted quad whose 32
-// bits are v (as ParseDottedQuad gives them), spelled in spelled bytes.
-func (b *EndpointsBuilder) AddQuad(v uint32, spelled int, notReady bool) {
-	s := b.start(spelled, notReady) | quadBit
+// bits are v (as ParseDottedQuad gives them).
+func (b *EndpointsBuilder) AddQuad(v uint32, notReady bool) {
+	s := b.start(quadLen(v), notReady) | quadBit
 	b.addresses = append(b.addresses, byte(v>>24), byte(v>>16), byte(v>>8), byte(v))
 	b.starts = append(b.starts, s)
 }
 
 func add[T string | []byte](b *EndpointsBuilder, address T, notReady bool) {
 	if v, ok := ParseDottedQuad(address); ok {
-		b.AddQuad(v, len(address), notReady)
+		b.AddQuad(v, notReady)
 		return
 	}
 	s := b.start(len(address), notReady)

@@ -176,9 +176,7 @@ func (e *Estimator) Quick(es *source.ExtensionService) int64 {
 
 // lookUp finds es's targets in the Index, into e's scratch.
 func (e *Estimator) lookUp(es *source.ExtensionService) []model.TargetService {
-	clear(e.found) // no Service outlives the call here
-	e.found = e.index.AppendTargetServices(e.found[:0], es)
-	return e.found
+	return e.index.LookUpTargetServices(&e.found, es)
 }
 
 // estimate returns Quick's bound of es, whose targets found are (what
