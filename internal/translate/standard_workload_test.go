@@ -74,3 +74,32 @@ func splitClusterName(t *testing.T, cluster string) (namespace, name string) {
 	}
 	return namespace, name
 }
+
+// TestOutputInNameOrder holds the Result to name order whatever order the
+// objects came in: translate visits them as listed (the workload lists
+// them out of name order) and must put each outcome at its place. 300
+// ExtensionServices take more than one worker.
+func TestOutputInNameOrder(t *testing.T) {
+	const n = 300
+	got := translate.Translate(workload.Standard(n, 1), source.Settings{})
+	var want, statuses, clusters, clas []string
+	for ns := range workload.Namespaces {
+		for e := ns; e < n; e += workload.Namespaces {
+			want = append(want, fmt.Sprintf("team-%03d/ext-%05d", ns, e))
+		}
+	}
+	for _, st := range got.Statuses {
+		statuses = append(statuses, st.Namespace+"/"+st.Name)
+	}
+	for _, r := range got.Clusters {
+		clusters = append(clusters, strings.TrimPrefix(r.Name, "extension/"))
+	}
+	for _, r := range got.ClusterLoadAssignments {
+		clas = append(clas, strings.TrimPrefix(r.Name, "extension/"))
+	}
+	for what, names := range map[string][]string{"statuses": statuses, "clusters": clusters, "ClusterLoadAssignments": clas} {
+		if diff := cmp.Diff(want, names); diff != "" {
+			t.Errorf("%s out of name order (-want +got):\n%s", what, diff)
+		}
+	}
+}
