@@ -92,7 +92,12 @@ var protoCodecV2 = encoding.GetCodecV2(grpcproto.Name)
 
 func (*admissionCodec) Name() string { return grpcproto.Name }
 
-func (*admissionCodec) Marshal(v any) (mem.BufferSlice, error) { return protoCodecV2.Marshal(v) }
+func (*admissionCodec) Marshal(v any) (mem.BufferSlice, error) {
+	if r, ok := v.(*wireTranslateResponse); ok {
+		return r.marshal()
+	}
+	return protoCodecV2.Marshal(v)
+}
 
 func (c *admissionCodec) Unmarshal(data mem.BufferSlice, v any) error {
 	wire := data.Len()

@@ -77,9 +77,9 @@ func orDefaultLogger(l *slog.Logger) *slog.Logger {
 }
 
 // countSent counts the resources of one answer as sent over rpc.
-func countSent(m *metrics.Metrics, rpc string, clusters, clusterLoadAssignments []*tributaryv1.Resource) {
-	m.ResourcesSent(rpc, resourcev3.ClusterType, len(clusters))
-	m.ResourcesSent(rpc, resourcev3.EndpointType, len(clusterLoadAssignments))
+func countSent(m *metrics.Metrics, rpc string, clusters, clusterLoadAssignments int) {
+	m.ResourcesSent(rpc, resourcev3.ClusterType, clusters)
+	m.ResourcesSent(rpc, resourcev3.EndpointType, clusterLoadAssignments)
 }
 
 // sessionLogger is l with the session attribute of the Sync call of ctx,

@@ -61,7 +61,7 @@ func (o *syncObserver) rejected(id uint64, p *problems) {
 // batches, was sent.
 func (o *syncObserver) answered(resp *tributaryv1.SyncResponse, covered uint64) {
 	delta := resp.GetDelta()
-	countSent(o.metrics, metrics.RPCSync, delta.GetClusters(), delta.GetClusterLoadAssignments())
+	countSent(o.metrics, metrics.RPCSync, len(delta.GetClusters()), len(delta.GetClusterLoadAssignments()))
 	merged := covered - 1 // every answer covers at least one batch
 	o.metrics.DeltasCoalesced(int(merged))
 	o.answers++

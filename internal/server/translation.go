@@ -65,6 +65,38 @@ func (t translationService) Translate(ctx context.Context, req *tributaryv1.Tran
 // wire fast path made (see wireTranslateRequest), or, with sliceEndpoints
 // nil, whose messages hold them.
 func (t translationService) translate(ctx context.Context, req *tributaryv1.TranslateRequest, sliceEndpoints []source.Endpoints) (*tributaryv1.TranslateResponse, error) {
+	res, err := t.result(ctx, req, sliceEndpoints)
+	if err != nil {
+		return nil, err
+	}
+	resp := encodeResult(res)
+	if req.GetIncludeJson() {
+		if err := addJSON(resp.GetClusters(), resp.GetClusterLoadAssignments()); err != nil {
+			return nil, err
+		}
+	}
+	countSent(t.metrics, metrics.RPCTranslate, len(res.Clusters), len(res.ClusterLoadAssignments))
+	return resp, nil
+}
+
+// answer is translate for a call the server's own handler takes (see
+// translateMethod): an answer without protojson is handed to the codec as
+// the Result itself, which it encodes without messages
+// (wireTranslateResponse).
+func (t translationService) answer(ctx context.Context, req *tributaryv1.TranslateRequest, sliceEndpoints []source.Endpoints) (any, error) {
+	if req.GetIncludeJson() {
+		return t.translate(ctx, req, sliceEndpoints)
+	}
+	res, err := t.result(ctx, req, sliceEndpoints)
+	if err != nil {
+		return nil, err
+	}
+	countSent(t.metrics, metrics.RPCTranslate, len(res.Clusters), len(res.ClusterLoadAssignments))
+	return &wireTranslateResponse{result: res}, nil
+}
+
+// result checks req and translates it.
+func (t translationService) result(ctx context.Context, req *tributaryv1.TranslateRequest, sliceEndpoints []source.Endpoints) (*translate.Result, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, status.FromContextError(err).Err()
 	}
@@ -84,15 +116,8 @@ func (t translationService) translate(ctx context.Context, req *tributaryv1.Tran
 	if err != nil {
 		return nil, translationError(err)
 	}
-	resp := encodeResult(res)
 	t.metrics.ObserveTranslation(metrics.RPCTranslate, time.Since(began))
-	if req.GetIncludeJson() {
-		if err := addJSON(resp.GetClusters(), resp.GetClusterLoadAssignments()); err != nil {
-			return nil, err
-		}
-	}
-	countSent(t.metrics, metrics.RPCTranslate, resp.GetClusters(), resp.GetClusterLoadAssignments())
-	return resp, nil
+	return res, nil
 }
 
 // output is the bound of one answer's output under l: the send limit, with
@@ -229,11 +254,11 @@ func translateMethod(srv any, ctx context.Context, dec func(any) error, intercep
 		return nil, err
 	}
 	if interceptor == nil {
-		return t.translate(ctx, &in.request, in.endpoints)
+		return t.answer(ctx, &in.request, in.endpoints)
 	}
 	info := &grpc.UnaryServerInfo{Server: srv, FullMethod: tributaryv1.TranslationService_Translate_FullMethodName}
 	return interceptor(ctx, in, info, func(ctx context.Context, req any) (any, error) {
 		r := req.(*wireTranslateRequest)
-		return t.translate(ctx, &r.request, r.endpoints)
+		return t.answer(ctx, &r.request, r.endpoints)
 	})
 }
