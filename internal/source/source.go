@@ -172,7 +172,12 @@ func (n NamespacedName) String() string { return n.Namespace + "/" + n.Name }
 // Compare orders names by namespace, then name: the order of every sorted
 // list of objects and statuses.
 func (n NamespacedName) Compare(o NamespacedName) int {
-	return cmp.Or(cmp.Compare(n.Namespace, o.Namespace), cmp.Compare(n.Name, o.Name))
+	// Not cmp.Or, which would compare the names of every pair, even of
+	// two namespaces.
+	if c := cmp.Compare(n.Namespace, o.Namespace); c != 0 {
+		return c
+	}
+	return cmp.Compare(n.Name, o.Name)
 }
 
 // Settings are the translator-wide options, already parsed. The zero value
