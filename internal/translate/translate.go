@@ -129,23 +129,6 @@ func translate(ctx context.Context, objs *source.Objects, settings source.Settin
 	return res, nil
 }
 
-// namePlaces returns where each of es goes when they are sorted by
-// namespace, then name: es[i] is the places[i]-th.
-func namePlaces(es []source.ExtensionService) []int32 {
-	order := make([]int32, len(es))
-	for i := range order {
-		order[i] = int32(i)
-	}
-	slices.SortFunc(order, func(a, b int32) int {
-		return es[a].NamespacedName().Compare(es[b].NamespacedName())
-	})
-	places := make([]int32, len(es))
-	for at, i := range order {
-		places[i] = int32(at)
-	}
-	return places
-}
-
 // checkOutput returns a *TooLargeError when the output of es may exceed
 // l.MaxOutputBytes, or ctx.Err() once ctx is done, and reserves the
 // output's size. It bounds the output with Quick, and only when that is
