@@ -108,6 +108,32 @@ func (s *scratch) appendSliceKeys(keys []uint64, es *source.EndpointSlice, portN
 		return keys
 	}
 	start := len(keys)
+	if eps := es.Endpoints; eps.QuadsOnly() && len(s.ports) == 1 {
+		keys = appendQuadKeys(keys, eps, s.ports[0], from)
+	} else {
+		keys = s.appendAnyKeys(keys, es, warnings, from)
+	}
+	s.sortBuffer = sortKeys(keys[start:], s.sortBuffer)
+	return keys[:start+len(uniqueKeys(keys[start:]))]
+}
+
+// appendQuadKeys appends, unsorted, the key of every ready endpoint of
+// eps from index from on, all dotted quads, on port: nearly every slice,
+// with nothing to refuse and one key an endpoint, read without an Address
+// each (a tenth of a translation at 100 endpoints a slice).
+func appendQuadKeys(keys []uint64, eps source.Endpoints, port uint16, from int) []uint64 {
+	for i := from; i < eps.Len(); i++ {
+		if v4, ready := eps.QuadAt(i); ready {
+			keys = append(keys, newKey(v4, port, uint32(i)))
+		}
+	}
+	return keys
+}
+
+// appendAnyKeys appends, unsorted, the keys of every ready endpoint of es
+// from index from on, one a port of s.ports, and warns of those whose
+// address is not a dotted quad.
+func (s *scratch) appendAnyKeys(keys []uint64, es *source.EndpointSlice, warnings *[]Warning, from int) []uint64 {
 	bad, firstBad := 0, source.Address{}
 	for i, a := range es.Endpoints.Ready(from) {
 		v4, ok := a.Quad()
@@ -125,8 +151,7 @@ func (s *scratch) appendSliceKeys(keys []uint64, es *source.EndpointSlice, portN
 	if bad > 0 {
 		*warnings = append(*warnings, invalidAddressWarning(es, bad, firstBad))
 	}
-	s.sortBuffer = sortKeys(keys[start:], s.sortBuffer)
-	return keys[:start+len(uniqueKeys(keys[start:]))]
+	return keys
 }
 
 // appendAddresses appends the spelling of every endpoint's address of es,

@@ -41,6 +41,9 @@ type Endpoints struct {
 	// longest is the length of the longest address as spelled, and
 	// spelled the length of them all.
 	longest, spelled int
+	// quadsOnly says every address is a dotted quad: endpoint i's is
+	// then addresses[4i:4i+4].
+	quadsOnly bool
 }
 
 // packedEndpointBytes is the memory Endpoints hold per endpoint besides
@@ -84,6 +87,19 @@ func (e Endpoints) end(i int) uint32 {
 		return e.starts[i+1] &^ flagBits
 	}
 	return uint32(len(e.addresses))
+}
+
+// QuadsOnly reports whether every address is a dotted quad, which QuadAt
+// then reads.
+func (e Endpoints) QuadsOnly() bool { return e.quadsOnly }
+
+// QuadAt is the dotted quad of endpoint i (its 32 bits, as
+// ParseDottedQuad gives them) and whether the endpoint is ready, for
+// Endpoints that are QuadsOnly: what the collector reads of nearly every
+// endpoint, without the offset or an Address.
+func (e Endpoints) QuadAt(i int) (v uint32, ready bool) {
+	a := e.addresses[4*i : 4*i+4]
+	return uint32(a[0])<<24 | uint32(a[1])<<16 | uint32(a[2])<<8 | uint32(a[3]), e.starts[i]&notReadyBit == 0
 }
 
 // NotReady reports whether endpoint i is not ready.
@@ -176,6 +192,7 @@ type EndpointsBuilder struct {
 	addresses        []byte
 	starts           []uint32
 	longest, spelled int
+	quads            int
 }
 
 // Add adds an endpoint at address.
@@ -190,6 +207,7 @@ func (b *EndpointsBuilder) AddQuad(v uint32, notReady bool) {
 	s := b.start(quadLen(v), notReady) | quadBit
 	b.addresses = append(b.addresses, byte(v>>24), byte(v>>16), byte(v>>8), byte(v))
 	b.starts = append(b.starts, s)
+	b.quads++
 }
 
 func add[T string | []byte](b *EndpointsBuilder, address T, notReady bool) {
@@ -224,7 +242,8 @@ func (b *EndpointsBuilder) start(spelled int, notReady bool) uint32 {
 func (b *EndpointsBuilder) Endpoints() Endpoints {
 	var e Endpoints
 	if len(b.starts) > 0 {
-		e = Endpoints{addresses: string(b.addresses), starts: slices.Clone(b.starts), longest: b.longest, spelled: b.spelled}
+		e = Endpoints{addresses: string(b.addresses), starts: slices.Clone(b.starts), longest: b.longest, spelled: b.spelled,
+			quadsOnly: b.quads == len(b.starts)}
 	}
 	*b = EndpointsBuilder{addresses: b.addresses[:0], starts: b.starts[:0]}
 	return e

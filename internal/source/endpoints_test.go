@@ -11,13 +11,19 @@ import (
 )
 
 // TestEndpointsRoundTrip: packed endpoints give back exactly the plain ones
-// they were made of, by index, by Unpack and through Ready, whatever their
+// they were made of, by index, by Unpack, through Ready and, when every
+// address is a dotted quad, through QuadAt, whatever their
 // addresses (dotted quads, held as four bytes, next to spellings as long,
 // as short and as nearly quads, empty ones included) and readiness.
 func TestEndpointsRoundTrip(t *testing.T) {
 	r := rand.New(rand.NewPCG(1, 2))
+	quadsOnly := false // in every third round, no address but dotted quads
 	address := func(i int) string {
-		switch r.IntN(4) {
+		kind := r.IntN(4)
+		if quadsOnly {
+			kind = 1 + 2*r.IntN(2)
+		}
+		switch kind {
 		case 0:
 			return strings.Repeat(string(rune('a'+i%26)), r.IntN(5))
 		case 1:
@@ -28,6 +34,7 @@ func TestEndpointsRoundTrip(t *testing.T) {
 		return pick(r, "0.0.0.0", "255.255.255.255", "1.2.3.4")
 	}
 	for round := range 500 {
+		quadsOnly = round%3 == 0
 		list := make([]source.Endpoint, r.IntN(20))
 		for i := range list {
 			list[i] = source.Endpoint{Address: address(i), NotReady: r.IntN(3) == 0}
@@ -45,6 +52,23 @@ func TestEndpointsRoundTrip(t *testing.T) {
 		}
 		if e.LongestAddress() != longest || e.AddressBytes() != bytes {
 			t.Fatalf("round %d: LongestAddress %d, AddressBytes %d; want %d, %d", round, e.LongestAddress(), e.AddressBytes(), longest, bytes)
+		}
+		allQuads := true
+		for i := range list {
+			_, isQuad := e.Address(i).Quad()
+			allQuads = allQuads && isQuad
+		}
+		if e.QuadsOnly() != (allQuads && len(list) > 0) {
+			t.Fatalf("round %d: QuadsOnly %v of %+v", round, e.QuadsOnly(), list)
+		}
+		for i := range list {
+			if !e.QuadsOnly() {
+				break
+			}
+			v, _ := e.Address(i).Quad()
+			if gotV, gotReady := e.QuadAt(i); gotV != v || gotReady != !list[i].NotReady {
+				t.Fatalf("round %d: QuadAt(%d) = %08x, %v; endpoint is %+v", round, i, gotV, gotReady, list[i])
+			}
 		}
 		if got := e.Unpack(); !slices.Equal(got, list) {
 			t.Fatalf("round %d: Unpack = %+v, want %+v", round, got, list)
