@@ -488,24 +488,35 @@ func (d *wireDecoder) mapEntry(b []byte, m *map[string]string) bool {
 // as much to read as their 20,000 Services by hand.
 func (d *wireDecoder) extensionService(b []byte) *tributaryv1.ExtensionService {
 	es := d.messages.extensions.next()
-	for f, ok := range fields(b) {
-		if !ok || f.typ != protowire.BytesType {
-			return nil
-		}
-		switch {
-		case f.num == 1 && es.Metadata == nil:
-			if es.Metadata = d.objectMeta(f.bytes); es.Metadata == nil {
-				return nil
-			}
-		case f.num == 2 && es.Spec == nil:
-			if es.Spec = d.extensionServiceSpec(f.bytes); es.Spec == nil {
-				return nil
-			}
-		default:
-			return nil
-		}
+	if !readObject(d, b, &es.Metadata, &es.Spec, (*wireDecoder).extensionServiceSpec) {
+		return nil
 	}
 	return es
+}
+
+// readObject reads an object's message of metadata (field 1, read as
+// objectMeta reads it) and spec (field 2, read by readSpec) into *meta
+// and *spec, or reports false to decline: either seen twice (protobuf
+// merges them), any other field.
+func readObject[S any](d *wireDecoder, b []byte, meta **tributaryv1.ObjectMeta, spec **S, readSpec func(*wireDecoder, []byte) *S) bool {
+	for f, ok := range fields(b) {
+		if !ok || f.typ != protowire.BytesType {
+			return false
+		}
+		switch {
+		case f.num == 1 && *meta == nil:
+			if *meta = d.objectMeta(f.bytes); *meta == nil {
+				return false
+			}
+		case f.num == 2 && *spec == nil:
+			if *spec = readSpec(d, f.bytes); *spec == nil {
+				return false
+			}
+		default:
+			return false
+		}
+	}
+	return true
 }
 
 func (d *wireDecoder) extensionServiceSpec(b []byte) *tributaryv1.ExtensionServiceSpec {
@@ -560,22 +571,8 @@ func (d *wireDecoder) target(b []byte) *tributaryv1.ExtensionServiceTarget {
 // allocations.
 func (d *wireDecoder) service(b []byte) *tributaryv1.Service {
 	svc := d.messages.services.next()
-	for f, ok := range fields(b) {
-		if !ok || f.typ != protowire.BytesType {
-			return nil
-		}
-		switch {
-		case f.num == 1 && svc.Metadata == nil:
-			if svc.Metadata = d.objectMeta(f.bytes); svc.Metadata == nil {
-				return nil
-			}
-		case f.num == 2 && svc.Spec == nil:
-			if svc.Spec = d.serviceSpec(f.bytes); svc.Spec == nil {
-				return nil
-			}
-		default:
-			return nil
-		}
+	if !readObject(d, b, &svc.Metadata, &svc.Spec, (*wireDecoder).serviceSpec) {
+		return nil
 	}
 	return svc
 }
