@@ -120,7 +120,8 @@ func (s *scratch) appendSliceKeys(keys []uint64, es *source.EndpointSlice, portN
 // appendQuadKeys appends, unsorted, the key of every ready endpoint of
 // eps from index from on, all dotted quads, on port: nearly every slice,
 // with nothing to refuse and one key an endpoint, read without an Address
-// each (a tenth of a translation at 100 endpoints a slice).
+// each (read through Addresses, they were a tenth of a translation at 100
+// endpoints a slice).
 func appendQuadKeys(keys []uint64, eps source.Endpoints, port uint16, from int) []uint64 {
 	for i := from; i < eps.Len(); i++ {
 		if v4, ready := eps.QuadAt(i); ready {

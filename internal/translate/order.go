@@ -13,21 +13,25 @@ import (
 // namespace, then name: es[i] is the places[i]-th.
 //
 // Compared through the objects, nearly every comparison of the sort read
-// two ExtensionServices and four strings, each a cache miss or more: a
-// sixteenth of a translation of 10000. So each is sorted by the first 16
-// bytes of its name as one string (namePrefix), two words held in the
-// array being sorted, and only prefixes that tie compare the names.
+// two ExtensionServices and four strings, each a cache miss or more: 7% of
+// a translation of 10000. So each is sorted by the first 16 bytes of its
+// name as one string (namePrefix), two words held in the array being
+// sorted, and only prefixes that tie compare the names.
 func namePlaces(es []source.ExtensionService) []int32 {
 	keys := make([]nameKey, len(es))
 	prefixed := true
 	for i := range es {
 		keys[i].i = int32(i)
-		keys[i].high, keys[i].low, prefixed = namePrefix(es[i].Namespace, es[i].Name)
-		if !prefixed {
-			break
+		if prefixed {
+			keys[i].high, keys[i].low, prefixed = namePrefix(es[i].Namespace, es[i].Name)
 		}
 	}
-	if prefixed {
+	byName := func(a, b nameKey) int {
+		return es[a.i].NamespacedName().Compare(es[b.i].NamespacedName())
+	}
+	if !prefixed {
+		slices.SortFunc(keys, byName)
+	} else {
 		slices.SortFunc(keys, func(a, b nameKey) int {
 			if c := cmp.Compare(a.high, b.high); c != 0 {
 				return c
@@ -35,14 +39,7 @@ func namePlaces(es []source.ExtensionService) []int32 {
 			if c := cmp.Compare(a.low, b.low); c != 0 {
 				return c
 			}
-			return es[a.i].NamespacedName().Compare(es[b.i].NamespacedName())
-		})
-	} else {
-		for i := range keys {
-			keys[i].i = int32(i)
-		}
-		slices.SortFunc(keys, func(a, b nameKey) int {
-			return es[a.i].NamespacedName().Compare(es[b.i].NamespacedName())
+			return byName(a, b)
 		})
 	}
 	places := make([]int32, len(es))
