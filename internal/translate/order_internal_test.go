@@ -10,8 +10,9 @@ import (
 
 // TestNamePlaces holds namePlaces to a plain sort by NamespacedName on
 // names made to tie and to differ at every byte of the prefix: short and
-// long namespaces, one a prefix of another, names with zero bytes, and,
-// in some lists, a namespace with one (which sorts without prefixes).
+// long namespaces, one a prefix of another, names with zero bytes, names
+// whose prefixes tie and which only the rest orders, and, in some lists, a
+// namespace with one (which sorts without prefixes).
 func TestNamePlaces(t *testing.T) {
 	rng := rand.New(rand.NewPCG(7, 11))
 	word := func() string {
@@ -30,6 +31,12 @@ func TestNamePlaces(t *testing.T) {
 				ns = withoutZeros(ns) // most lists, as Kubernetes names are: no zero byte in a namespace
 			}
 			es[i].Namespace, es[i].Name = ns, word()
+			switch round % 3 {
+			case 1: // prefixes that tie in the namespace: the names decide
+				es[i].Namespace = "namespace-prefix" + es[i].Namespace
+			case 2: // prefixes that tie in the name
+				es[i].Namespace, es[i].Name = "ns", "name-with-a-prefix"+es[i].Name
+			}
 		}
 		places := namePlaces(es)
 		got := make([]source.NamespacedName, len(es))
