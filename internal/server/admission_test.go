@@ -232,10 +232,10 @@ func BenchmarkDecodeAmplification(b *testing.B) {
 	b.Run("decode+check/wire", func(b *testing.B) {
 		measure(b, func() {
 			var got wireTranslateRequest
-			if err := unmarshalRequest(mem.BufferSlice{mem.SliceBuffer(wire)}, &got); err != nil || got.endpoints == nil {
+			if err := unmarshalRequest(mem.BufferSlice{mem.SliceBuffer(wire)}, &got); err != nil || got.slices == nil {
 				b.Fatalf("the direct path did not take the request: %v", err)
 			}
-			if _, _, err := decodeTranslate(&got.request, got.endpoints); err != nil {
+			if _, _, err := decodeTranslate(&got.request, got.slices); err != nil {
 				b.Fatal(err)
 			}
 		})

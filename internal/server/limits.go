@@ -11,7 +11,6 @@ import (
 	tributaryv1 "github.com/tributary-dev/tributary/gen/go/tributary/v1"
 	"github.com/tributary-dev/tributary/internal/metrics"
 	"github.com/tributary-dev/tributary/internal/session"
-	"github.com/tributary-dev/tributary/internal/source"
 )
 
 // Defaults of the limits in Options. Each bounds what one client can make
@@ -120,13 +119,13 @@ type sessionBudget struct {
 // rejected whole (problems go to p) and changes nothing; the session goes
 // on. When it returns a batch without problems, that batch must be applied:
 // its size is counted as held.
-func (s *syncCall) decodeWithinLimits(pb *tributaryv1.SyncBatch, sliceEndpoints []source.Endpoints, p *problems) *session.Batch {
+func (s *syncCall) decodeWithinLimits(pb *tributaryv1.SyncBatch, offWire []sliceOffWire, p *problems) *session.Batch {
 	maxObjects := orDefault(s.budget.limits.maxBatchObjects, DefaultMaxBatchObjects)
 	if n := len(pb.GetUpserts()) + len(pb.GetDeletes()); n > maxObjects {
 		p.add("batch", ReasonOutOfRange, fmt.Sprintf("batch holds %d upserts and deletes; a batch holds at most %d", n, maxObjects))
 		return nil
 	}
-	b := decodeBatch(pb, sliceEndpoints, p)
+	b := decodeBatch(pb, offWire, p)
 	if p.count > 0 {
 		return b
 	}

@@ -50,13 +50,14 @@ func decodeRequest(req *tributaryv1.TranslateRequest) (*source.Objects, source.S
 	return decodeTranslate(req, nil)
 }
 
-// decodeTranslate is decodeRequest for a request whose EndpointSlices'
-// endpoints the wire fast path made (see wireTranslateRequest), or, with
-// sliceEndpoints nil, whose messages hold them.
-func decodeTranslate(req *tributaryv1.TranslateRequest, sliceEndpoints []source.Endpoints) (*source.Objects, source.Settings, error) {
+// decodeTranslate is decodeRequest for a request the wire fast path read,
+// offWire being what it kept of the EndpointSlices outside their messages
+// (see sliceOffWire), or, with offWire nil, whose messages hold
+// everything.
+func decodeTranslate(req *tributaryv1.TranslateRequest, offWire []sliceOffWire) (*source.Objects, source.Settings, error) {
 	var p problems
 	settings := decodeSettings(req.GetSettings(), "settings", &p)
-	objs := decodeObjects(req.GetObjects(), sliceEndpoints, "objects", &p)
+	objs := decodeObjects(req.GetObjects(), offWire, "objects", &p)
 	if err := p.err(); err != nil {
 		return nil, source.Settings{}, err
 	}
@@ -85,13 +86,13 @@ func decodeStart(start *tributaryv1.SyncStart) (source.Settings, error) {
 //
 // decodeBatch does not bound the batch's size: see decodeWithinLimits.
 //
-// sliceEndpoints are those of the batch's EndpointSlices when the wire
-// fast path made them (each slice's an array of its own), nil when the
-// messages hold them.
-func decodeBatch(pb *tributaryv1.SyncBatch, sliceEndpoints []source.Endpoints, p *problems) *session.Batch {
+// offWire is what the wire fast path kept of the batch's EndpointSlices
+// outside their messages (each slice's endpoints an array of its own), nil
+// when the messages hold everything.
+func decodeBatch(pb *tributaryv1.SyncBatch, offWire []sliceOffWire, p *problems) *session.Batch {
 	upserts, deletes := pb.GetUpserts(), pb.GetDeletes()
 	d := newDecoder(upserts, "batch.upserts", ownArrays)
-	d.sliceEndpoints = sliceEndpoints
+	d.offWire = offWire
 	d.decode(upserts, p)
 	b := &session.Batch{Upserts: d.objs}
 	if len(deletes) == 0 {

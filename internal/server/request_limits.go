@@ -106,9 +106,7 @@ const (
 func checkLabels(ref objectRef, p *problems, labels map[string]string) {
 	valid := true
 	for k, v := range labels {
-		// The key every EndpointSlice carries is valid: checked anew on
-		// each of 20,000 slices, it cost as much as finding duplicates.
-		if k != source.ServiceNameLabel && !isQualifiedName(k) || !isLabelValue(v) {
+		if !isLabel(k, v) {
 			valid = false
 			break
 		}
@@ -126,6 +124,13 @@ func checkLabels(ref objectRef, p *problems, labels map[string]string) {
 	}
 }
 
+// isLabel reports whether key and value make a valid label. The key
+// every EndpointSlice carries is known to be valid: checked anew on each
+// of 20,000 slices, it cost as much as finding duplicates.
+func isLabel[V string | []byte](key string, value V) bool {
+	return (key == source.ServiceNameLabel || isQualifiedName(key)) && isLabelValue(value)
+}
+
 // isQualifiedName reports whether s is a Kubernetes qualified name, the
 // form of a label key: "prefix/name" or "name".
 func isQualifiedName(s string) bool {
@@ -141,8 +146,8 @@ func isQualifiedName(s string) bool {
 
 // isLabelValue reports whether s is empty or at most 63 alphanumerics,
 // '-', '_' or '.', starting and ending with an alphanumeric.
-func isLabelValue(s string) bool {
-	if s == "" {
+func isLabelValue[V string | []byte](s V) bool {
+	if len(s) == 0 {
 		return true
 	}
 	if len(s) > 63 || !isAlphanumeric(s[0]) || !isAlphanumeric(s[len(s)-1]) {

@@ -70,10 +70,10 @@ type decoder struct {
 	// seen maps, per source.Kind, each namespace/name to the index of the
 	// object that first used it.
 	seen []map[source.NamespacedName]int
-	// sliceEndpoints, when not nil, are the endpoints of the EndpointSlices
-	// still to decode, in order, as the wire fast path made them; their
-	// messages then hold none (see wireTranslateRequest).
-	sliceEndpoints []source.Endpoints
+	// offWire, when not nil, is what the wire fast path kept of the
+	// EndpointSlices still to decode, in order, outside their messages
+	// (see sliceOffWire).
+	offWire []sliceOffWire
 }
 
 // carve returns the next n elements of *backing with their capacity capped,
@@ -93,11 +93,11 @@ func carve[T any](backing *[]T, n int) []T {
 
 // decodeObjects checks the objects of a Translate request, found at path list
 // of the client's message, and converts them into shared arrays.
-// sliceEndpoints are those of the EndpointSlices when the wire fast path
-// made them, nil when the messages hold them.
-func decodeObjects(objects []*tributaryv1.KubernetesObject, sliceEndpoints []source.Endpoints, list string, p *problems) *source.Objects {
+// offWire is what the wire fast path kept of the EndpointSlices outside
+// their messages, nil when the messages hold everything.
+func decodeObjects(objects []*tributaryv1.KubernetesObject, offWire []sliceOffWire, list string, p *problems) *source.Objects {
 	d := newDecoder(objects, list, sharedArrays)
-	d.sliceEndpoints = sliceEndpoints
+	d.offWire = offWire
 	d.decode(objects, p)
 	return &d.objs
 }
@@ -264,10 +264,14 @@ func (d *decoder) endpointSlice(i int, pb *tributaryv1.EndpointSlice, p *problem
 		AddressType: pb.GetAddressType(),
 	}
 	keywordLimit.check(ref, p, "addressType", es.AddressType)
-	if d.sliceEndpoints != nil {
-		// Made as the loop below would make them, the checks below already
-		// passed: the fast path declines a request that fails them.
-		es.Endpoints, d.sliceEndpoints = d.sliceEndpoints[0], d.sliceEndpoints[1:]
+	if d.offWire != nil {
+		// The endpoints made as the loop below would make them, and the
+		// service-name label's value as the labels would give it, their
+		// checks already passed: the fast path declines a request that
+		// fails them.
+		kept := d.offWire[0]
+		d.offWire = d.offWire[1:]
+		es.Endpoints, es.Service = kept.endpoints, kept.service
 	} else {
 		es.Endpoints = d.endpointsOf(ref, pb.GetEndpoints(), p)
 	}

@@ -38,12 +38,12 @@ import (
 func unmarshalRequest(data mem.BufferSlice, v any) error {
 	switch m := v.(type) {
 	case *wireTranslateRequest:
-		if m.endpoints = decodeDirect(data, func(d *wireDecoder, b []byte) bool { return d.translateRequest(b, &m.request) }); m.endpoints != nil {
+		if m.slices = decodeDirect(data, func(d *wireDecoder, b []byte) bool { return d.translateRequest(b, &m.request) }); m.slices != nil {
 			return nil
 		}
 		return protoCodecV2.Unmarshal(data, &m.request)
 	case *wireSyncRequest:
-		if m.endpoints = decodeDirect(data, func(d *wireDecoder, b []byte) bool { return d.syncRequest(b, &m.request) }); m.endpoints != nil {
+		if m.slices = decodeDirect(data, func(d *wireDecoder, b []byte) bool { return d.syncRequest(b, &m.request) }); m.slices != nil {
 			return nil
 		}
 		return protoCodecV2.Unmarshal(data, &m.request)
@@ -53,35 +53,48 @@ func unmarshalRequest(data mem.BufferSlice, v any) error {
 
 // wireTranslateRequest is what the server decodes a Translate call's
 // request into (see translateMethod): the request and, when the fast path
-// read it, each EndpointSlice's endpoints as the decoder would make them
-// (source.Endpoints, one array and one string of addresses per slice), in
-// the order of the request's slices, whose messages then hold no
-// endpoints. Endpoint messages, two million of them at N=10000 × M=100,
-// were most of a call's memory and of the garbage collector's work, and
-// the decoder only ever read their first address and readiness.
+// read it, what it kept of each EndpointSlice outside the slice's message
+// (sliceOffWire), in the order of the request's slices. Endpoint messages,
+// two million of them at N=10000 × M=100, were most of a call's memory and
+// of the garbage collector's work, and the decoder only ever read their
+// first address and readiness.
 //
-// endpoints is nil when protobuf decoded the request: its slices then
-// hold their endpoints, and the decoder reads them as it reads a request
+// slices is nil when protobuf decoded the request: its slices' messages
+// then hold everything, and the decoder reads them as it reads a request
 // made in process.
 type wireTranslateRequest struct {
-	request   tributaryv1.TranslateRequest
-	endpoints []source.Endpoints
+	request tributaryv1.TranslateRequest
+	slices  []sliceOffWire
+}
+
+// sliceOffWire is what the fast path keeps of one EndpointSlice outside
+// its message, which then holds no endpoints and no labels:
+//   - its endpoints as the decoder would make them (source.Endpoints, one
+//     array and one string of addresses);
+//   - the value of its service-name label, the one label translation
+//     reads ("" when it has none). Its labels are checked as they are
+//     read, a request with one the decoder would report being left to
+//     protobuf; kept, they were a map per slice, an eighth of what
+//     decoding a request allocated.
+type sliceOffWire struct {
+	endpoints source.Endpoints
+	service   string
 }
 
 // wireSyncRequest is what a Sync stream's messages are received into
 // (see receiveOne): wireTranslateRequest's counterpart for a batch, whose
 // upserted slices' endpoints come straight from the wire.
 type wireSyncRequest struct {
-	request   tributaryv1.SyncRequest
-	endpoints []source.Endpoints
+	request tributaryv1.SyncRequest
+	slices  []sliceOffWire
 }
 
 // decodeDirect reads data with read, a wireDecoder's reader of the whole
-// message, and returns the endpoints of the slices read, in order: not nil
+// message, and returns what it kept of the slices read, in order: not nil
 // when the fast path took data, though it may hold no slice, and nil when
 // it declined, whatever read made being left to be replaced by protobuf's
 // decoding (which resets the message first).
-func decodeDirect(data mem.BufferSlice, read func(d *wireDecoder, b []byte) bool) []source.Endpoints {
+func decodeDirect(data mem.BufferSlice, read func(d *wireDecoder, b []byte) bool) []sliceOffWire {
 	// The decoded request holds no reference to buf (every string is a
 	// copy), so buf can go back to gRPC's pool.
 	buf := data.MaterializeToBuffer(mem.DefaultBufferPool())
@@ -90,22 +103,23 @@ func decodeDirect(data mem.BufferSlice, read func(d *wireDecoder, b []byte) bool
 	if !read(&d, buf.ReadOnlyData()) {
 		return nil
 	}
-	if d.sliceEndpoints == nil {
-		return []source.Endpoints{}
+	if d.slices == nil {
+		return []sliceOffWire{}
 	}
-	return d.sliceEndpoints
+	return d.slices
 }
 
 // wireDecoder is the fast path's scratch space for one request: the
 // endpoints of the slice being read, and what it made of each slice's.
 type wireDecoder struct {
-	// sliceEndpoints are the endpoints of each slice read, in order, as
-	// the decoder makes them from messages: an endpoint without addresses
-	// is dropped, and of the others only the first address and whether
-	// the endpoint is not ready are kept, packed. The fast path declines
-	// what the decoder would report (too many addresses, one too long), so
-	// that protobuf and the decoder report it as before.
-	sliceEndpoints []source.Endpoints
+	// slices is what was kept of each slice read, in order. Its endpoints
+	// are as the decoder makes them from messages: an endpoint without
+	// addresses is dropped, and of the others only the first address and
+	// whether the endpoint is not ready are kept, packed. The fast path
+	// declines what the decoder would report (too many addresses, one too
+	// long, a label that is not valid), so that protobuf and the decoder
+	// report it as before.
+	slices []sliceOffWire
 	// packed packs the endpoints of the slice being read as each is read,
 	// its buffers reused from one slice to the next.
 	packed source.EndpointsBuilder
@@ -373,6 +387,7 @@ type conditionsOnWire struct {
 
 func (d *wireDecoder) endpointSlice(b []byte) *tributaryv1.EndpointSlice {
 	slice := d.messages.slices.next()
+	var kept sliceOffWire
 	seenAddressType := false
 	for len(b) > 0 {
 		// An endpoint under 128 bytes, nearly every field of a slice: its
@@ -392,7 +407,7 @@ func (d *wireDecoder) endpointSlice(b []byte) *tributaryv1.EndpointSlice {
 		b = rest
 		switch {
 		case f.num == 1 && slice.Metadata == nil:
-			if slice.Metadata = d.objectMeta(f.bytes); slice.Metadata == nil {
+			if slice.Metadata = d.objectMeta(f.bytes, &kept); slice.Metadata == nil {
 				return nil
 			}
 		case f.num == 2 && !seenAddressType:
@@ -414,15 +429,19 @@ func (d *wireDecoder) endpointSlice(b []byte) *tributaryv1.EndpointSlice {
 			return nil
 		}
 	}
-	d.sliceEndpoints = append(d.sliceEndpoints, d.packed.Endpoints())
+	kept.endpoints = d.packed.Endpoints()
+	d.slices = append(d.slices, kept)
 	return slice
 }
 
 // objectMeta reads an ObjectMeta, or returns nil to decline: a slice's
 // metadata holds a label map, which protobuf reads through reflection, and
 // at tens of thousands of slices that was a fair part of a request. Its
-// namespace and labels are interned; its name is the slice's own.
-func (d *wireDecoder) objectMeta(b []byte) *tributaryv1.ObjectMeta {
+// namespace and labels are interned; its name is the slice's own. A
+// slice's labels are checked and not kept, but for the service-name
+// label's value, which goes in kept (see sliceOffWire); kept is nil for
+// any other kind.
+func (d *wireDecoder) objectMeta(b []byte, kept *sliceOffWire) *tributaryv1.ObjectMeta {
 	m := d.messages.metas.next()
 	var seen [4]bool // namespace, name, generation: a second one merges
 	for f, ok := range fields(b) {
@@ -439,13 +458,25 @@ func (d *wireDecoder) objectMeta(b []byte) *tributaryv1.ObjectMeta {
 		case f.is(3, protowire.VarintType):
 			m.Generation, seen[3] = int64(f.varint), true
 		case f.is(4, protowire.BytesType):
-			if !d.mapEntry(f.bytes, &m.Labels) {
+			key, value, ok := mapEntryOf(f.bytes)
+			switch {
+			case !ok:
 				return nil
+			case kept == nil:
+				d.putEntry(&m.Labels, key, value)
+				continue
+			}
+			if k := d.intern(key); !isLabel(k, value) {
+				return nil // for the decoder to report
+			} else if k == source.ServiceNameLabel {
+				kept.service = string(value) // a later entry replaces it, as in a map
 			}
 		case f.is(5, protowire.BytesType):
-			if !d.mapEntry(f.bytes, &m.Annotations) {
+			key, value, ok := mapEntryOf(f.bytes)
+			if !ok {
 				return nil
 			}
+			d.putEntry(&m.Annotations, key, value)
 		default:
 			return nil
 		}
@@ -453,16 +484,14 @@ func (d *wireDecoder) objectMeta(b []byte) *tributaryv1.ObjectMeta {
 	return m
 }
 
-// mapEntry puts the entry of a map<string, string> that b encodes in *m,
-// making the map if need be, as protobuf does (a later entry of the same
-// key replaces an earlier one), its key and value interned; it declines an
-// entry that is not a key then a value, each valid UTF-8, either left out.
-func (d *wireDecoder) mapEntry(b []byte, m *map[string]string) bool {
-	var key, value []byte
+// mapEntryOf reads the entry of a map<string, string> that b encodes, or
+// reports false for an entry that is not a key then a value, each valid
+// UTF-8, either left out.
+func mapEntryOf(b []byte) (key, value []byte, ok bool) {
 	seenKey, seenValue := false, false
 	for f, ok := range fields(b) {
 		if !ok || f.typ != protowire.BytesType || !utf8.Valid(f.bytes) {
-			return false
+			return nil, nil, false
 		}
 		switch {
 		case f.num == 1 && !seenKey && !seenValue:
@@ -470,14 +499,20 @@ func (d *wireDecoder) mapEntry(b []byte, m *map[string]string) bool {
 		case f.num == 2 && !seenValue:
 			value, seenValue = f.bytes, true
 		default:
-			return false
+			return nil, nil, false
 		}
 	}
+	return key, value, true
+}
+
+// putEntry puts key and value, interned, in *m, making the map if need
+// be, as protobuf does (a later entry of the same key replaces an earlier
+// one).
+func (d *wireDecoder) putEntry(m *map[string]string, key, value []byte) {
 	if *m == nil {
 		*m = make(map[string]string, 1)
 	}
 	(*m)[d.intern(key)] = d.intern(value)
-	return true
 }
 
 // extensionService reads an ExtensionService of the plain shape as
@@ -505,7 +540,7 @@ func readObject[S any](d *wireDecoder, b []byte, meta **tributaryv1.ObjectMeta, 
 		}
 		switch {
 		case f.num == 1 && *meta == nil:
-			if *meta = d.objectMeta(f.bytes); *meta == nil {
+			if *meta = d.objectMeta(f.bytes, nil); *meta == nil {
 				return false
 			}
 		case f.num == 2 && *spec == nil:

@@ -101,10 +101,10 @@ func checkDirectEquivalence(t *testing.T, data []byte) bool {
 	t.Helper()
 	var want tributaryv1.TranslateRequest
 	var got wireTranslateRequest
-	if !decodeBothWays(t, data, staleWire(t), &want, &got, func() bool { return got.endpoints != nil }) {
+	if !decodeBothWays(t, data, staleWire(t), &want, &got, func() bool { return got.slices != nil }) {
 		return false
 	}
-	gotObjs, gotSettings, gotDecodeErr := decodeTranslate(&got.request, got.endpoints)
+	gotObjs, gotSettings, gotDecodeErr := decodeTranslate(&got.request, got.slices)
 	wantObjs, wantSettings, wantDecodeErr := decodeRequest(&want)
 	if errText(gotDecodeErr) != errText(wantDecodeErr) {
 		t.Fatalf("%x: decodes to the error %q, want %q", data, errText(gotDecodeErr), errText(wantDecodeErr))
@@ -118,7 +118,7 @@ func checkDirectEquivalence(t *testing.T, data []byte) bool {
 	if got.request.GetIncludeJson() != want.GetIncludeJson() {
 		t.Fatalf("%x: include_json %v, want %v", data, got.request.GetIncludeJson(), want.GetIncludeJson())
 	}
-	return got.endpoints != nil
+	return got.slices != nil
 }
 
 // checkDirectSyncEquivalence is checkDirectEquivalence for a Sync stream's
@@ -130,7 +130,7 @@ func checkDirectSyncEquivalence(t *testing.T, data []byte) bool {
 	var want tributaryv1.SyncRequest
 	var got wireSyncRequest
 	stale := marshalWire(t, &tributaryv1.SyncRequest{Message: &tributaryv1.SyncRequest_Batch{Batch: &tributaryv1.SyncBatch{Id: 7, Upserts: oddEndpointsRequest().GetObjects()}}})
-	if !decodeBothWays(t, data, stale, &want, &got, func() bool { return got.endpoints != nil }) {
+	if !decodeBothWays(t, data, stale, &want, &got, func() bool { return got.slices != nil }) {
 		return false
 	}
 	if diff := cmp.Diff(want.GetStart(), got.request.GetStart(), protocmp.Transform()); diff != "" {
@@ -140,7 +140,7 @@ func checkDirectSyncEquivalence(t *testing.T, data []byte) bool {
 		t.Fatalf("%x: batch %v, want %v", data, got.request.GetBatch(), want.GetBatch())
 	}
 	var gotProblems, wantProblems problems
-	gotBatch := decodeBatch(got.request.GetBatch(), got.endpoints, &gotProblems)
+	gotBatch := decodeBatch(got.request.GetBatch(), got.slices, &gotProblems)
 	wantBatch := decodeBatch(want.GetBatch(), nil, &wantProblems)
 	if errText(gotProblems.err()) != errText(wantProblems.err()) {
 		t.Fatalf("%x: the batch decodes to the error %q, want %q", data, errText(gotProblems.err()), errText(wantProblems.err()))
@@ -148,7 +148,7 @@ func checkDirectSyncEquivalence(t *testing.T, data []byte) bool {
 	if diff := cmp.Diff(wantBatch, gotBatch); diff != "" {
 		t.Fatalf("%x: batch (-through protobuf +through the codec):\n%s", data, diff)
 	}
-	return got.endpoints != nil
+	return got.slices != nil
 }
 
 // TestDecodeRequestWireTakesRealisticRequests: the fast path decodes the
@@ -243,13 +243,13 @@ func TestDirectDecodeIntoUsedRequest(t *testing.T) {
 	second.Objects[2].GetEndpointSlice().Endpoints = []*tributaryv1.Endpoint{{Addresses: []string{"10.9.9.9"}}}
 	declined := protowire.AppendBytes(protowire.AppendTag(marshalWire(t, second), 99, protowire.BytesType), []byte("unknown"))
 	var r wireTranslateRequest
-	if err := unmarshalRequest(mem.BufferSlice{mem.SliceBuffer(marshalWire(t, first))}, &r); err != nil || r.endpoints == nil {
-		t.Fatalf("first request: %v, endpoints %v; want it taken by the direct path", err, r.endpoints)
+	if err := unmarshalRequest(mem.BufferSlice{mem.SliceBuffer(marshalWire(t, first))}, &r); err != nil || r.slices == nil {
+		t.Fatalf("first request: %v, endpoints %v; want it taken by the direct path", err, r.slices)
 	}
 	if err := unmarshalRequest(mem.BufferSlice{mem.SliceBuffer(declined)}, &r); err != nil {
 		t.Fatal(err)
 	}
-	objs, _, err := decodeTranslate(&r.request, r.endpoints)
+	objs, _, err := decodeTranslate(&r.request, r.slices)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -348,14 +348,23 @@ func realisticRequests(tb testing.TB) []proto.Message {
 		}}},
 	}
 	// More distinct short strings than the fast path interns, and strings
-	// too long to intern: past its table, each is a copy of its own.
+	// too long to intern (annotations, which a slice may carry and the
+	// decoder does not read): past its table, each is a copy of its own.
 	var past []*tributaryv1.KubernetesObject
 	for i := range maxInterned + 100 {
 		m := sliceMeta(fmt.Sprintf("ns-%d", i), "s", fmt.Sprintf("svc-%d", i))
-		m.Labels[strings.Repeat("k", maxInternedBytes+1)] = strings.Repeat("v", maxInternedBytes+i%2)
+		m.Annotations = map[string]string{strings.Repeat("k", maxInternedBytes+1): strings.Repeat("v", maxInternedBytes+i%2)}
 		past = append(past, endpointSliceObject(m, []*tributaryv1.EndpointPort{tcpPort(fmt.Sprintf("p%d", i), 9001)}, &tributaryv1.Endpoint{Addresses: []string{"10.0.0.1"}}))
 	}
 	requests = append(requests, &tributaryv1.TranslateRequest{Objects: past})
+	// Slice labels, which the fast path checks and does not keep but for
+	// the service name: that label alone, beside others, missing, empty.
+	requests = append(requests, &tributaryv1.TranslateRequest{Objects: []*tributaryv1.KubernetesObject{
+		endpointSliceObject(sliceMeta("ns", "alone", "svc"), nil),
+		endpointSliceObject(labelled(sliceMeta("ns", "beside", "svc"), "app", "x"), nil),
+		endpointSliceObject(labelled(meta("ns", "missing"), "zone", "a"), nil),
+		endpointSliceObject(sliceMeta("ns", "empty", ""), nil),
+	}})
 	for seed := range uint64(5) {
 		g := objectgen.New(objectgen.FromRand(rand.New(rand.NewPCG(seed, 0x77697265))), objectgen.Defaults())
 		requests = append(requests, &tributaryv1.TranslateRequest{Objects: standardObjects(g.Objects())})
@@ -460,6 +469,8 @@ func declinedRequests(tb testing.TB) (translate, sync []declinedCase) {
 		{"ready as bytes", requestWithEndpoint(address, bytesField(2, bytesField(1, []byte{1})))},
 		{"a group", requestWithEndpoint(address, protowire.AppendTag(nil, 5, protowire.StartGroupType), protowire.AppendTag(nil, 5, protowire.EndGroupType))},
 		{"metadata that is not UTF-8", requestWithSlice(bytesField(1, bytesField(1, []byte("\xff"))))},
+		{"a slice label the decoder reports: its key", requestWithSlice(bytesField(1, labelEntry("bad key", "v")))},
+		{"a slice label the decoder reports: the service name", requestWithSlice(bytesField(1, labelEntry(source.ServiceNameLabel, "-svc")))},
 		{"service metadata twice", serviceRequest(serviceMetadata, serviceMetadata)},
 		{"service spec twice", serviceRequest(bytesField(2, nil), bytesField(2, nil))},
 		{"unknown field of a service", serviceRequest(serviceMetadata, varintField(3, 1))},
@@ -599,5 +610,44 @@ func TestSlab(t *testing.T) {
 	})
 	if allocs != 11 {
 		t.Errorf("%d values took %v allocations, want 11", 1023+maxSlab, allocs)
+	}
+}
+
+// labelled is m with the label key=value added.
+func labelled(m *tributaryv1.ObjectMeta, key, value string) *tributaryv1.ObjectMeta {
+	if m.Labels == nil {
+		m.Labels = map[string]string{}
+	}
+	m.Labels[key] = value
+	return m
+}
+
+// labelEntry is ObjectMeta.labels' entry key=value, encoded.
+func labelEntry(key, value string) []byte {
+	return bytesField(4, append(bytesField(1, []byte(key)), bytesField(2, []byte(value))...))
+}
+
+// TestDecodeRequestWireSliceLabelRepeated: a slice whose service-name
+// label comes twice on the wire (a map entry repeated, which protobuf
+// reads as the last one) is taken by the fast path, and decodes to the
+// last value, as through protobuf.
+func TestDecodeRequestWireSliceLabelRepeated(t *testing.T) {
+	metadata := append(append(bytesField(1, []byte("ns")), bytesField(2, []byte("s"))...), labelEntry(source.ServiceNameLabel, "first")...)
+	metadata = append(metadata, labelEntry("app", "x")...)
+	metadata = append(metadata, labelEntry(source.ServiceNameLabel, "last")...)
+	wire := bytesField(2, bytesField(3, bytesField(1, metadata)))
+	if !checkDirectEquivalence(t, wire) {
+		t.Fatal("the fast path declined it")
+	}
+	var r wireTranslateRequest
+	if err := unmarshalRequest(mem.BufferSlice{mem.SliceBuffer(wire)}, &r); err != nil {
+		t.Fatal(err)
+	}
+	objs, _, err := decodeTranslate(&r.request, r.slices)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := objs.EndpointSlices[0].Service; got != "last" {
+		t.Errorf("Service = %q, want %q", got, "last")
 	}
 }

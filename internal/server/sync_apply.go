@@ -10,7 +10,6 @@ import (
 	"google.golang.org/grpc/status"
 
 	tributaryv1 "github.com/tributary-dev/tributary/gen/go/tributary/v1"
-	"github.com/tributary-dev/tributary/internal/source"
 	"github.com/tributary-dev/tributary/internal/translate"
 )
 
@@ -27,7 +26,7 @@ func (s *syncCall) handle(ctx context.Context, m received) {
 	default:
 		switch msg := m.message().GetMessage().(type) {
 		case *tributaryv1.SyncRequest_Batch:
-			s.apply(ctx, msg.Batch, m.req.endpoints)
+			s.apply(ctx, msg.Batch, m.req.slices)
 		case *tributaryv1.SyncRequest_Start:
 			s.stopReceiving(status.Error(codes.FailedPrecondition, "a Sync stream takes one start (SyncStart), as its first message; open a new stream for other settings"))
 		default:
@@ -56,11 +55,11 @@ func (s *syncCall) noteRefusal(err error) {
 // batch is applied whole or not at all: when ctx ends during the apply,
 // the session is left as it was and the call ends with ctx's code.
 //
-// sliceEndpoints are those of the batch's EndpointSlices when the wire
-// fast path made them, nil when the messages hold them.
-func (s *syncCall) apply(ctx context.Context, pb *tributaryv1.SyncBatch, sliceEndpoints []source.Endpoints) {
+// offWire is what the wire fast path kept of the batch's EndpointSlices
+// outside their messages, nil when the messages hold everything.
+func (s *syncCall) apply(ctx context.Context, pb *tributaryv1.SyncBatch, offWire []sliceOffWire) {
 	var p problems
-	b := s.decodeWithinLimits(pb, sliceEndpoints, &p)
+	b := s.decodeWithinLimits(pb, offWire, &p)
 	if p.count > 0 {
 		s.reject(pb.GetId(), &p)
 		return

@@ -16,7 +16,6 @@ import (
 	tributaryv1 "github.com/tributary-dev/tributary/gen/go/tributary/v1"
 	"github.com/tributary-dev/tributary/internal/metrics"
 	"github.com/tributary-dev/tributary/internal/model"
-	"github.com/tributary-dev/tributary/internal/source"
 	"github.com/tributary-dev/tributary/internal/translate"
 	"github.com/tributary-dev/tributary/internal/xds"
 )
@@ -61,11 +60,11 @@ func (t translationService) Translate(ctx context.Context, req *tributaryv1.Tran
 	return t.translate(ctx, req, nil)
 }
 
-// translate is Translate for a request whose EndpointSlices' endpoints the
-// wire fast path made (see wireTranslateRequest), or, with sliceEndpoints
-// nil, whose messages hold them.
-func (t translationService) translate(ctx context.Context, req *tributaryv1.TranslateRequest, sliceEndpoints []source.Endpoints) (*tributaryv1.TranslateResponse, error) {
-	res, err := t.result(ctx, req, sliceEndpoints)
+// translate is Translate for a request the wire fast path read, offWire
+// being what it kept of the EndpointSlices outside their messages (see
+// sliceOffWire), or, with offWire nil, whose messages hold everything.
+func (t translationService) translate(ctx context.Context, req *tributaryv1.TranslateRequest, offWire []sliceOffWire) (*tributaryv1.TranslateResponse, error) {
+	res, err := t.result(ctx, req, offWire)
 	if err != nil {
 		return nil, err
 	}
@@ -83,11 +82,11 @@ func (t translationService) translate(ctx context.Context, req *tributaryv1.Tran
 // translateMethod): an answer without protojson is handed to the codec as
 // the Result itself, which it encodes without messages
 // (wireTranslateResponse).
-func (t translationService) answer(ctx context.Context, req *tributaryv1.TranslateRequest, sliceEndpoints []source.Endpoints) (any, error) {
+func (t translationService) answer(ctx context.Context, req *tributaryv1.TranslateRequest, offWire []sliceOffWire) (any, error) {
 	if req.GetIncludeJson() {
-		return t.translate(ctx, req, sliceEndpoints)
+		return t.translate(ctx, req, offWire)
 	}
-	res, err := t.result(ctx, req, sliceEndpoints)
+	res, err := t.result(ctx, req, offWire)
 	if err != nil {
 		return nil, err
 	}
@@ -96,11 +95,11 @@ func (t translationService) answer(ctx context.Context, req *tributaryv1.Transla
 }
 
 // result checks req and translates it.
-func (t translationService) result(ctx context.Context, req *tributaryv1.TranslateRequest, sliceEndpoints []source.Endpoints) (*translate.Result, error) {
+func (t translationService) result(ctx context.Context, req *tributaryv1.TranslateRequest, offWire []sliceOffWire) (*translate.Result, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, status.FromContextError(err).Err()
 	}
-	objs, settings, err := decodeTranslate(req, sliceEndpoints)
+	objs, settings, err := decodeTranslate(req, offWire)
 	if err != nil {
 		return nil, err
 	}
@@ -254,11 +253,11 @@ func translateMethod(srv any, ctx context.Context, dec func(any) error, intercep
 		return nil, err
 	}
 	if interceptor == nil {
-		return t.answer(ctx, &in.request, in.endpoints)
+		return t.answer(ctx, &in.request, in.slices)
 	}
 	info := &grpc.UnaryServerInfo{Server: srv, FullMethod: tributaryv1.TranslationService_Translate_FullMethodName}
 	return interceptor(ctx, in, info, func(ctx context.Context, req any) (any, error) {
 		r := req.(*wireTranslateRequest)
-		return t.answer(ctx, &r.request, r.endpoints)
+		return t.answer(ctx, &r.request, r.slices)
 	})
 }
