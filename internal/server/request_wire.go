@@ -457,26 +457,18 @@ func (d *wireDecoder) objectMeta(b []byte, kept *sliceOffWire) *tributaryv1.Obje
 			m.Name, seen[2] = string(f.bytes), true
 		case f.is(3, protowire.VarintType):
 			m.Generation, seen[3] = int64(f.varint), true
-		case f.is(4, protowire.BytesType):
-			key, value, ok := mapEntryOf(f.bytes)
-			switch {
-			case !ok:
+		case f.is(4, protowire.BytesType) && kept == nil:
+			if !d.mapEntry(f.bytes, &m.Labels) {
 				return nil
-			case kept == nil:
-				d.putEntry(&m.Labels, key, value)
-				continue
 			}
-			if k := d.intern(key); !isLabel(k, value) {
-				return nil // for the decoder to report
-			} else if k == source.ServiceNameLabel {
-				kept.service = string(value) // a later entry replaces it, as in a map
+		case f.is(4, protowire.BytesType):
+			if !d.sliceLabel(f.bytes, kept) {
+				return nil
 			}
 		case f.is(5, protowire.BytesType):
-			key, value, ok := mapEntryOf(f.bytes)
-			if !ok {
+			if !d.mapEntry(f.bytes, &m.Annotations) {
 				return nil
 			}
-			d.putEntry(&m.Annotations, key, value)
 		default:
 			return nil
 		}
@@ -505,14 +497,39 @@ func mapEntryOf(b []byte) (key, value []byte, ok bool) {
 	return key, value, true
 }
 
-// putEntry puts key and value, interned, in *m, making the map if need
-// be, as protobuf does (a later entry of the same key replaces an earlier
-// one).
-func (d *wireDecoder) putEntry(m *map[string]string, key, value []byte) {
+// mapEntry puts the entry that b encodes in *m, its key and value
+// interned, making the map if need be, as protobuf does (a later entry of
+// the same key replaces an earlier one), or declines an entry mapEntryOf
+// does not read.
+func (d *wireDecoder) mapEntry(b []byte, m *map[string]string) bool {
+	key, value, ok := mapEntryOf(b)
+	if !ok {
+		return false
+	}
 	if *m == nil {
 		*m = make(map[string]string, 1)
 	}
 	(*m)[d.intern(key)] = d.intern(value)
+	return true
+}
+
+// sliceLabel checks the label entry of a slice that b encodes and keeps
+// its value in kept if it is the service name's (a later entry replaces
+// it, as in a map), or declines an entry mapEntryOf does not read and a
+// label that is not valid, for the decoder to report.
+func (d *wireDecoder) sliceLabel(b []byte, kept *sliceOffWire) bool {
+	key, value, ok := mapEntryOf(b)
+	if !ok {
+		return false
+	}
+	k := d.intern(key)
+	if !isLabel(k, value) {
+		return false
+	}
+	if k == source.ServiceNameLabel {
+		kept.service = string(value)
+	}
+	return true
 }
 
 // extensionService reads an ExtensionService of the plain shape as
