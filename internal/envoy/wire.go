@@ -2,6 +2,7 @@ package envoy
 
 import (
 	"encoding/binary"
+	"slices"
 
 	"google.golang.org/protobuf/encoding/protowire"
 
@@ -33,9 +34,15 @@ const (
 // AppendClusterLoadAssignment appends to dst the wire encoding of
 // BuildClusterLoadAssignment(ec), byte for byte what proto.Marshal gives,
 // without building the proto: that would cost seven small allocations per
-// endpoint, and translation handles millions of endpoints. It sizes the
-// whole message first, grows dst at most once to exactly that, and then
-// writes each nested length from arithmetic rather than by re-encoding.
+// endpoint, and translation handles millions of endpoints.
+//
+// It makes one pass over the endpoints. A locality's length comes before
+// its endpoints, so the bytes for it are set aside from an estimate of
+// the length (see estimateLocalityLbEndpoints) and the length written into
+// them once known; only when the estimate was off by a whole varint byte
+// do the locality's bytes move, which for IP addresses happens only near
+// 128 bytes and 16 KiB. Sizing every endpoint first, to write each length
+// where it belongs, cost a pass as long as a fifth of the writing.
 //
 // Every value written is one proto.Marshal would write: strings only when
 // non-empty (proto3 implicit presence), while oneof members (endpoint,
@@ -46,40 +53,27 @@ const (
 // health_check_config is encoded once, into a few bytes on the stack, and
 // copied after each endpoint's address.
 //
-// Unlike append, it may change bytes of dst's spare capacity past the ones
-// it appends (see appendLbEndpoints).
+// It grows dst as append does, by more than it writes when the estimate
+// says so; a caller that keeps the result copies it out (a copy costs no
+// more than the zeroing a buffer of the exact size would). Unlike append,
+// it may change bytes of dst's spare capacity past the ones it appends
+// (see appendLbEndpoints).
 func AppendClusterLoadAssignment(dst []byte, ec *model.ExtensionCluster) []byte {
 	var healthBuf [6]byte
 	health := appendHealthCheckConfig(healthBuf[:0], healthCheckPort(ec))
 
-	// The sizes of the first few localities are kept for the writing pass;
-	// a CLA has one locality per target, so more is rare.
-	var kept [8]int
-	size := sizeString(ec.Name)
-	for i := range ec.Localities {
-		n := sizeLocalityLbEndpoints(&ec.Localities[i], len(health))
-		if i < len(kept) {
-			kept[i] = n
-		}
-		size += sizeMessage(n)
-	}
-	if free := cap(dst) - len(dst); free < size {
-		grown := make([]byte, len(dst), len(dst)+size)
-		copy(grown, dst)
-		dst = grown
-	}
-
 	dst = appendString(dst, tagCLAClusterName, ec.Name)
 	for i := range ec.Localities {
 		loc := &ec.Localities[i]
-		n := 0
-		if i < len(kept) {
-			n = kept[i]
-		} else {
-			n = sizeLocalityLbEndpoints(loc, len(health))
-		}
+		estimate := estimateLocalityLbEndpoints(loc, len(health))
+		lengthBytes := protowire.SizeVarint(uint64(estimate))
+		// The endpoints' wide stores need quadLbEndpointRoom spare bytes;
+		// the estimate bounds what dotted quads take, so they keep it to
+		// the end.
+		dst = slices.Grow(dst, 1+lengthBytes+estimate+quadLbEndpointRoom)
 		dst = append(dst, tagCLAEndpoints)
-		dst = appendVarint(dst, uint64(n))
+		at := len(dst)
+		dst = dst[:at+lengthBytes]
 
 		dst = append(dst, tagLocalityLbLocality)
 		dst = appendVarint(dst, uint64(sizeString(loc.SubZone)))
@@ -93,9 +87,46 @@ func AppendClusterLoadAssignment(dst []byte, ec *model.ExtensionCluster) []byte 
 			dst = append(dst, tagUInt32Value)
 			dst = appendVarint(dst, uint64(loc.Weight))
 		}
+		dst = putLength(dst, at, lengthBytes)
 	}
 	return dst
 }
+
+// putLength writes, at dst[at:], the length of what follows the
+// reservedBytes set aside there for it, moving what follows when the
+// length's varint takes another number of bytes.
+func putLength(dst []byte, at, reservedBytes int) []byte {
+	n := len(dst) - at - reservedBytes
+	lengthBytes := protowire.SizeVarint(uint64(n))
+	if lengthBytes != reservedBytes {
+		end := at + lengthBytes + n
+		if end > len(dst) {
+			dst = append(dst, make([]byte, end-len(dst))...)
+		}
+		copy(dst[at+lengthBytes:end], dst[at+reservedBytes:at+reservedBytes+n])
+		dst = dst[:end]
+	}
+	protowire.AppendVarint(dst[at:at], uint64(n))
+	return dst
+}
+
+// estimateLocalityLbEndpoints is an estimate of the encoded size of one
+// LocalityLbEndpoints, without its own tag and length, made without reading
+// its endpoints: every endpoint counted as the longest dotted quad on a
+// three-byte port with health bytes of health_check_config. It is at least
+// the size when every address is a dotted quad.
+func estimateLocalityLbEndpoints(loc *model.Locality, health int) int {
+	size := sizeMessage(sizeString(loc.SubZone)) + len(loc.Endpoints)*maxQuadLbEndpoint(health)
+	if loc.Weight > 0 {
+		size += sizeMessage(1 + protowire.SizeVarint(uint64(loc.Weight)))
+	}
+	return size
+}
+
+// maxQuadLbEndpoint is the largest lb_endpoints entry of a dotted quad on
+// a valid port (at most 65535, three varint bytes), with health bytes of
+// health_check_config.
+func maxQuadLbEndpoint(health int) int { return quadHeaderBytes + 15 + 1 + 3 + health }
 
 // appendHealthCheckConfig writes Endpoint.health_check_config with
 // port_value port, tag and length included, or nothing for port 0. A port
@@ -240,45 +271,6 @@ func appendLbEndpoint(dst []byte, ep model.Endpoint, health []byte) []byte {
 		dst = protowire.AppendVarint(append(dst, tagSocketPortValue), uint64(p))
 	}
 	return append(dst, health...)
-}
-
-// sizeLocalityLbEndpoints is the encoded size of one LocalityLbEndpoints,
-// without its own tag and length, when each endpoint carries health bytes
-// of health_check_config.
-func sizeLocalityLbEndpoints(loc *model.Locality, health int) int {
-	size := sizeMessage(sizeString(loc.SubZone)) // locality is always set
-	// A dotted quad's entry is its address and a size that depends only on
-	// the port (see appendLbEndpoints), worked out again when that changes.
-	port, quadFixed := uint32(0), -1
-	for _, ep := range loc.Endpoints {
-		if _, quad := ep.Address.Quad(); !quad {
-			size += sizeLbEndpoint(ep, health)
-			continue
-		}
-		if quadFixed < 0 || ep.Port != port {
-			port, quadFixed = ep.Port, quadHeaderBytes+1+protowire.SizeVarint(uint64(ep.Port))+health
-		}
-		size += quadFixed + ep.Address.Len()
-	}
-	if loc.Weight > 0 {
-		size += sizeMessage(1 + protowire.SizeVarint(uint64(loc.Weight)))
-	}
-	return size
-}
-
-// sizeLbEndpoint is the encoded size of one lb_endpoints entry holding ep
-// and health bytes of health_check_config, tag and length included.
-func sizeLbEndpoint(ep model.Endpoint, health int) int {
-	socket := sizeSocketAddress(ep)
-	if socket+6+health < 0x80 { // see appendLbEndpoint
-		return socket + 8 + health
-	}
-	return sizeMessage(sizeMessage(sizeMessage(sizeMessage(socket)) + health))
-}
-
-// sizeSocketAddress is the encoded size of a SocketAddress holding ep.
-func sizeSocketAddress(ep model.Endpoint) int {
-	return sizeStringOf(ep.Address.Len()) + 1 + protowire.SizeVarint(uint64(ep.Port))
 }
 
 // appendVarint is protowire.AppendVarint with the one-byte case inlined.

@@ -1,6 +1,7 @@
 package translate
 
 import (
+	"bytes"
 	"encoding/binary"
 	"encoding/hex"
 
@@ -20,6 +21,10 @@ type builder struct {
 	model    *model.Builder
 	clusters *envoy.ClusterEncoder
 	encoding encoding
+	// claScratch is where ClusterLoadAssignments are encoded before their
+	// bytes are copied out at their exact size (see
+	// encodeClusterLoadAssignment).
+	claScratch []byte
 }
 
 func newBuilder(idx *model.Index, settings source.Settings, enc encoding) *builder {
@@ -72,10 +77,25 @@ func (b *builder) encodeCluster(ec *model.ExtensionCluster) []byte {
 
 func (b *builder) encodeClusterLoadAssignment(ec *model.ExtensionCluster) []byte {
 	if b.encoding == encodeFast {
-		return envoy.AppendClusterLoadAssignment(nil, ec)
+		// The encoder grows its buffer by an estimate; encoding into a
+		// buffer that lives from one CLA to the next and copying the bytes
+		// out gives each body its exact size, and the copy costs what
+		// zeroing a new buffer of that size would. A buffer grown past
+		// maxKeptCLAScratch for one large CLA is not kept for the rest.
+		b.claScratch = envoy.AppendClusterLoadAssignment(b.claScratch[:0], ec)
+		body := bytes.Clone(b.claScratch)
+		if cap(b.claScratch) > maxKeptCLAScratch {
+			b.claScratch = nil
+		}
+		return body
 	}
 	return envoy.MustMarshal(envoy.BuildClusterLoadAssignment(ec))
 }
+
+// maxKeptCLAScratch is the largest buffer a builder keeps for encoding
+// ClusterLoadAssignments: room for some 10,000 dotted quads, far more than
+// an ExtensionService usually has.
+const maxKeptCLAScratch = 1 << 20
 
 // versions are the versions of a and of b ("" for a nil body), made in one
 // allocation, as an ExtensionService's Cluster and ClusterLoadAssignment are
