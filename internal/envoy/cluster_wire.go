@@ -37,6 +37,15 @@ const maxClusterTemplates = 256
 type ClusterEncoder struct {
 	marshal   proto.MarshalOptions
 	templates map[clusterShape]*clusterTemplate
+	// lastShape and last are the shape of the last Cluster Append was
+	// given, when it had one, and what templates holds for it (nil for a
+	// shape that is not templated); hasLast says they are set.
+	// ExtensionServices of one shape come in runs, nearly all of them one
+	// run, and comparing two shapes costs a fraction of hashing one (at
+	// 10000 ExtensionServices, the lookups were 2% of a translation).
+	hasLast   bool
+	lastShape clusterShape
+	last      *clusterTemplate
 }
 
 // NewClusterEncoder returns an encoder with an empty cache.
@@ -133,14 +142,7 @@ func (e *ClusterEncoder) Append(dst []byte, ec *model.ExtensionCluster) []byte {
 	shape, ok := shapeOf(ec)
 	var t *clusterTemplate
 	if ok {
-		t, ok = e.templates[shape]
-		if !ok {
-			t = e.newTemplate(ec)
-			if len(e.templates) >= maxClusterTemplates {
-				clear(e.templates)
-			}
-			e.templates[shape] = t
-		}
+		t = e.template(&shape, ec)
 	}
 	if t == nil {
 		b, err := e.marshal.MarshalAppend(dst, BuildCluster(ec))
@@ -151,6 +153,24 @@ func (e *ClusterEncoder) Append(dst []byte, ec *model.ExtensionCluster) []byte {
 		return b
 	}
 	return t.render(dst, ec.Name)
+}
+
+// template returns the template of shape, ec's, making it on first use;
+// nil when the shape is not templated.
+func (e *ClusterEncoder) template(shape *clusterShape, ec *model.ExtensionCluster) *clusterTemplate {
+	if e.hasLast && *shape == e.lastShape {
+		return e.last
+	}
+	t, ok := e.templates[*shape]
+	if !ok {
+		t = e.newTemplate(ec)
+		if len(e.templates) >= maxClusterTemplates {
+			clear(e.templates)
+		}
+		e.templates[*shape] = t
+	}
+	e.hasLast, e.lastShape, e.last = true, *shape, t
+	return t
 }
 
 // render appends the encoding of the Cluster named name.

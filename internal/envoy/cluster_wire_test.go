@@ -79,6 +79,29 @@ func TestClusterEncoderMatchesMarshal(t *testing.T) {
 	}
 }
 
+// TestClusterEncoderShapeChanges: an encoder remembers the last shape it
+// rendered, so each Cluster here follows one whose shape differs from it
+// in one group of fields (the strides of clusterVariant's bits, all
+// keeping the xDS cluster name), and then goes back.
+func TestClusterEncoderShapeChanges(t *testing.T) {
+	enc := NewClusterEncoder()
+	marshal := proto.MarshalOptions{Deterministic: true}
+	for _, stride := range []uint32{3, 9, 27, 108, 324, 648} {
+		for v := uint32(0); v+stride < 648*4; v++ {
+			for _, w := range []uint32{v, v + stride, v} {
+				ec := clusterVariant(w, "extension/ns/a")
+				want, err := marshal.Marshal(BuildCluster(ec))
+				if err != nil {
+					t.Fatal(err)
+				}
+				if got := enc.Append(nil, ec); !bytes.Equal(got, want) {
+					t.Fatalf("variant %d after %d: encoder and proto.Marshal differ\n got %x\nwant %x", w, v, got, want)
+				}
+			}
+		}
+	}
+}
+
 // TestClusterEncoderCacheBound: the cache starts afresh past its bound
 // instead of growing with every shape ever seen.
 func TestClusterEncoderCacheBound(t *testing.T) {
