@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"slices"
+	"sync"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -156,4 +157,26 @@ func TestIndexServiceOutlivesItsSlices(t *testing.T) {
 	if len(idx.services) != 0 {
 		t.Fatalf("%d entries left after deleting everything", len(idx.services))
 	}
+}
+
+// TestIndexSliceNamesOnConcurrentLookups: NewIndex leaves unique slices
+// unnamed until a name is asked for; lookups made at once (the race
+// detector watches) all see every slice.
+func TestIndexSliceNamesOnConcurrentLookups(t *testing.T) {
+	objs := source.Objects{EndpointSlices: []source.EndpointSlice{*slice("ns", "a", "svc"), *slice("ns", "b", ""), *slice("other", "a", "svc")}}
+	idx := NewIndex(&objs)
+	var wg sync.WaitGroup
+	for range 4 {
+		wg.Go(func() {
+			for i := range objs.EndpointSlices {
+				if got := idx.EndpointSlice(objs.EndpointSlices[i].NamespacedName()); got != &objs.EndpointSlices[i] {
+					t.Errorf("slice %s: got %v", objs.EndpointSlices[i].NamespacedName(), got)
+				}
+			}
+			if n := idx.EndpointSliceCount(); n != 3 {
+				t.Errorf("%d slices held, want 3", n)
+			}
+		})
+	}
+	wg.Wait()
 }
