@@ -70,6 +70,16 @@ func checkWireEncoding(t *testing.T, ec *model.ExtensionCluster) {
 	}
 }
 
+// estimateMissCluster is a Cluster whose first locality holds n endpoints
+// from first on port, and whose second, a small one after it, must keep
+// its bytes when the first moves.
+func estimateMissCluster(first string, n int, port uint32) *model.ExtensionCluster {
+	return &model.ExtensionCluster{Name: "extension/ns/estimate", Localities: []model.Locality{
+		wireTestLocality("ns/a/80", 1, netip.MustParseAddr(first), n, port),
+		wireTestLocality("ns/b/80", 2, netip.MustParseAddr("10.1.0.1"), 3, 80),
+	}}
+}
+
 // wireTestLocality is a locality of n IPv4 endpoints starting at base.
 func wireTestLocality(subZone string, weight uint32, base netip.Addr, n int, port uint32) model.Locality {
 	loc := model.Locality{SubZone: subZone, Weight: weight}
@@ -111,22 +121,10 @@ func TestAppendClusterLoadAssignment(t *testing.T) {
 		// A locality's length is written into bytes set aside from an
 		// estimate that counts every endpoint as the longest dotted quad;
 		// these four are off by a whole varint byte, so the locality moves.
-		{"short quads estimated over 127 bytes take a one-byte length", &model.ExtensionCluster{Name: "extension/ns/shrink", Localities: []model.Locality{
-			wireTestLocality("ns/a/80", 1, netip.MustParseAddr("1.0.0.1"), 5, 80),
-			wireTestLocality("ns/b/80", 2, netip.MustParseAddr("1.0.1.1"), 1, 80),
-		}}},
-		{"long IPv6 addresses estimated under 128 bytes take a two-byte length", &model.ExtensionCluster{Name: "extension/ns/grow", Localities: []model.Locality{
-			wireTestLocality("ns/a/80", 1, netip.MustParseAddr("2001:db8:ffff:ffff:ffff:ffff:ffff:1"), 3, 8080),
-			wireTestLocality("ns/b/80", 2, netip.MustParseAddr("10.0.0.1"), 2, 80),
-		}}},
-		{"quads estimated over 16 KiB take a two-byte length", &model.ExtensionCluster{Name: "extension/ns/shrink", Localities: []model.Locality{
-			wireTestLocality("ns/a/80", 1, netip.MustParseAddr("10.0.0.1"), 600, 8080),
-			wireTestLocality("ns/b/80", 2, netip.MustParseAddr("10.1.0.1"), 3, 80),
-		}}},
-		{"IPv6 addresses estimated under 16 KiB take a three-byte length", &model.ExtensionCluster{Name: "extension/ns/grow", Localities: []model.Locality{
-			wireTestLocality("ns/a/80", 1, netip.MustParseAddr("2001:db8:ffff:ffff:ffff:ffff:ffff:1"), 500, 8080),
-			wireTestLocality("ns/b/80", 2, netip.MustParseAddr("10.1.0.1"), 3, 80),
-		}}},
+		{"short quads estimated over 127 bytes take a one-byte length", estimateMissCluster("1.0.0.1", 5, 80)},
+		{"long IPv6 addresses estimated under 128 bytes take a two-byte length", estimateMissCluster("2001:db8:ffff:ffff:ffff:ffff:ffff:1", 3, 8080)},
+		{"quads estimated over 16 KiB take a two-byte length", estimateMissCluster("10.0.0.1", 600, 8080)},
+		{"IPv6 addresses estimated under 16 KiB take a three-byte length", estimateMissCluster("2001:db8:ffff:ffff:ffff:ffff:ffff:1", 500, 8080)},
 		{"health check port of one byte on every endpoint", &model.ExtensionCluster{
 			Name: "extension/ns/hc", HealthCheck: wireTestHealthCheck(1),
 			Localities: []model.Locality{
