@@ -134,11 +134,8 @@ func (b *Builder) buildLocalities(namespace string, targets []resolvedTarget, st
 	}
 	for _, t := range targets {
 		key := targetKey{service: t.service, port: t.port.Port}
-		i, seen := s.findTarget(key, mapped)
+		i, seen := s.targetIndex(key, mapped)
 		if !seen {
-			if mapped {
-				s.targetAt[key] = len(s.targets)
-			}
 			s.targets = append(s.targets, uniqueTarget{service: t.service, port: t.port, weight: t.weight})
 			continue
 		}
@@ -240,20 +237,24 @@ func addDuplicateTargetWarning(cond *Condition, namespace string, t resolvedTarg
 		t.port.Port, source.Quote(namespace+"/"+t.service.Name)))
 }
 
-// findTarget returns the index in s.targets of the Service port key and
+// targetIndex returns the index in s.targets of the Service port key and
 // whether it is there, from s.targetAt when mapped and by comparing with
-// each of s.targets otherwise.
-func (s *localityScratch) findTarget(key targetKey, mapped bool) (int, bool) {
-	if mapped {
-		i, ok := s.targetAt[key]
-		return i, ok
-	}
-	for i, u := range s.targets {
-		if u.service == key.service && u.port.Port == key.port {
-			return i, true
+// each of s.targets otherwise. A key not there is taken to be appended
+// next, at len(s.targets).
+func (s *localityScratch) targetIndex(key targetKey, mapped bool) (int, bool) {
+	if !mapped {
+		for i, u := range s.targets {
+			if u.service == key.service && u.port.Port == key.port {
+				return i, true
+			}
 		}
+		return 0, false
 	}
-	return 0, false
+	i, ok := s.targetAt[key]
+	if !ok {
+		s.targetAt[key] = len(s.targets)
+	}
+	return i, ok
 }
 
 // appendSubZone appends the SubZone of a target's Locality,
