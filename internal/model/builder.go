@@ -48,25 +48,28 @@ func NewBuilder(idx *Index, settings source.Settings) *Builder {
 	return b
 }
 
-// Build validates es. It returns the ExtensionCluster, or nil when the
-// status holds errors (all or nothing: an ExtensionService with any error
-// yields no Envoy resources), and the status, always. See Builder for how
-// long the ExtensionCluster stays valid.
+// Build validates es. It sets *st to its status, always, and returns the
+// ExtensionCluster, or nil when the status holds errors (all or nothing: an
+// ExtensionService with any error yields no Envoy resources). See Builder
+// for how long the ExtensionCluster stays valid. The status is written in
+// place, wherever the caller keeps it: some 200 bytes a status, copied
+// from frame to frame and then into a Result, cost a translation of many
+// small ExtensionServices more than building their statuses did.
 //
 // targets is nil, or what Index.AppendTargetServices gives for es, which
 // Build then does not look up again.
-func (b *Builder) Build(es *source.ExtensionService, targets []TargetService) (*ExtensionCluster, Status) {
-	st := Status{Namespace: es.Namespace, Name: es.Name}
+func (b *Builder) Build(es *source.ExtensionService, targets []TargetService, st *Status) *ExtensionCluster {
+	*st = Status{Namespace: es.Namespace, Name: es.Name}
 	st.Condition.ObservedGeneration = es.Generation
 	b.resolved.namespace = es.Namespace
-	ec := b.build(es, targets, &st)
+	ec := b.build(es, targets, st)
 	b.resolved.forget()
 	st.Condition.finish()
 	if len(st.Condition.Errors) > 0 {
-		return nil, st
+		return nil
 	}
 	st.ClusterName = ec.Name
-	return ec, st
+	return ec
 }
 
 // resolvedTarget is a spec target whose Service and port were found.

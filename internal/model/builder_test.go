@@ -51,7 +51,7 @@ func TestResolvedSlicesAnswerAsTheIndex(t *testing.T) {
 		Protocol: xtStr("h2c"),
 		Services: []source.ExtensionServiceTarget{{Name: "a", Port: 80}, {Name: "b", Port: 80}},
 	}}
-	if ec, st := b.Build(es, nil); ec == nil || len(ec.Localities) != 2 {
+	if ec, st := buildOf(b, es, nil); ec == nil || len(ec.Localities) != 2 {
 		t.Fatalf("Build gave %v, status %+v; want two localities", ec, st)
 	}
 	if b.resolved.namespace != "" || len(b.resolved.services) != 0 || slices.ContainsFunc(b.resolved.services[:cap(b.resolved.services)], func(e TargetService) bool { return e.Service != nil }) {
@@ -83,8 +83,8 @@ func TestBuildWithFoundTargets(t *testing.T) {
 		looking, given := NewBuilder(idx, settings), NewBuilder(idx, settings)
 		for i := range objs.ExtensionServices {
 			es := &objs.ExtensionServices[i]
-			wantEC, wantSt := looking.Build(es, nil)
-			gotEC, gotSt := given.Build(es, idx.AppendTargetServices(nil, es))
+			wantEC, wantSt := buildOf(looking, es, nil)
+			gotEC, gotSt := buildOf(given, es, idx.AppendTargetServices(nil, es))
 			if diff := cmp.Diff(wantEC, gotEC); diff != "" {
 				t.Fatalf("%s, %s: ExtensionCluster (-looked up +given):\n%s", name, es.Name, diff)
 			}

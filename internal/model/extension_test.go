@@ -94,7 +94,7 @@ func xtBuild(t *testing.T, objs source.Objects, settings source.Settings, spec s
 	es := source.ExtensionService{Meta: source.Meta{Namespace: xtNS, Name: "authz", Generation: 7}, Spec: spec}
 	objs.ExtensionServices = append(objs.ExtensionServices, es)
 	b := NewBuilder(NewIndex(&objs), settings)
-	return b.Build(&objs.ExtensionServices[len(objs.ExtensionServices)-1], nil)
+	return buildOf(b, &objs.ExtensionServices[len(objs.ExtensionServices)-1], nil)
 }
 
 var xtTarget = []source.ExtensionServiceTarget{{Name: "grpc", Port: 9000}}
@@ -125,7 +125,7 @@ func TestBuildRefusesNamesEnvoyCannotTake(t *testing.T) {
 			Meta: source.Meta{Namespace: tc.namespace, Name: tc.name},
 			Spec: source.ExtensionServiceSpec{Services: xtTarget},
 		}}
-		ec, st := NewBuilder(NewIndex(&objs), source.Settings{}).Build(&objs.ExtensionServices[0], nil)
+		ec, st := buildOf(NewBuilder(NewIndex(&objs), source.Settings{}), &objs.ExtensionServices[0], nil)
 		if ec != nil {
 			t.Errorf("%q/%q: got an ExtensionCluster", tc.namespace, tc.name)
 		}
@@ -211,7 +211,7 @@ func BenchmarkBuildTLS(b *testing.B) {
 	builder := NewBuilder(NewIndex(&objs), source.Settings{ClientCertificate: &source.NamespacedName{Namespace: xtNS, Name: "client"}})
 	b.ReportAllocs()
 	for b.Loop() {
-		if ec, _ := builder.Build(&objs.ExtensionServices[0], nil); ec == nil {
+		if ec, _ := buildOf(builder, &objs.ExtensionServices[0], nil); ec == nil {
 			b.Fatal("invalid")
 		}
 	}

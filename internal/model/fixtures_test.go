@@ -29,3 +29,10 @@ func eps(pairs ...any) []Endpoint {
 	}
 	return out
 }
+
+// buildOf is b.Build with the status returned, as tests compare it.
+func buildOf(b *Builder, es *source.ExtensionService, targets []TargetService) (*ExtensionCluster, Status) {
+	var st Status
+	ec := b.Build(es, targets, &st)
+	return ec, st
+}

@@ -23,7 +23,7 @@ func healthTestBuild(t *testing.T, options *source.ExtensionOptions, annotations
 		Spec: source.ExtensionServiceSpec{Services: xtTarget, Protocol: protocol, Options: options},
 	})
 	b := NewBuilder(NewIndex(&objs), source.Settings{ExtensionDefaults: defaults})
-	ec, st := b.Build(&objs.ExtensionServices[len(objs.ExtensionServices)-1], nil)
+	ec, st := buildOf(b, &objs.ExtensionServices[len(objs.ExtensionServices)-1], nil)
 	var messages []string
 	for _, e := range st.Condition.Errors {
 		if e.Type != SubConditionSpec || e.Reason != ReasonOptionNotValid {

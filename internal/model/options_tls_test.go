@@ -36,7 +36,7 @@ func optBuild(t *testing.T, tc optCase) *ExtensionCluster {
 		es.Spec.Services = xtTarget
 	}
 	objs.ExtensionServices = append(objs.ExtensionServices, es)
-	ec, st := NewBuilder(NewIndex(&objs), tc.settings).Build(&objs.ExtensionServices[len(objs.ExtensionServices)-1], nil)
+	ec, st := buildOf(NewBuilder(NewIndex(&objs), tc.settings), &objs.ExtensionServices[len(objs.ExtensionServices)-1], nil)
 	if diff := cmp.Diff(tc.wantErrors, st.Condition.Errors); diff != "" {
 		t.Errorf("errors (-want +got):\n%s", diff)
 	}

@@ -42,7 +42,7 @@ func TestBuildManyDuplicateTargets(t *testing.T) {
 	objs := manyTargetsWorld(n)
 	for _, kind := range builderKinds {
 		b := kind.new(NewIndex(&objs))
-		ec, st := b.Build(&objs.ExtensionServices[0], nil)
+		ec, st := buildOf(b, &objs.ExtensionServices[0], nil)
 		if ec == nil {
 			t.Fatalf("%s: invalid: %+v", kind.name, st.Condition.Errors)
 		}
@@ -65,7 +65,7 @@ func TestBuildManyDuplicateTargets(t *testing.T) {
 			Protocol: xtStr("h2c"),
 			Services: []source.ExtensionServiceTarget{{Name: "svc-1", Port: 80}, {Name: "svc-0", Port: 80}},
 		}}
-		ec, st = b.Build(&small, nil)
+		ec, st = buildOf(b, &small, nil)
 		if ec == nil || len(st.Condition.Warnings) != 0 {
 			t.Fatalf("%s: small after many: %v, %+v", kind.name, ec, st.Condition)
 		}
@@ -90,7 +90,7 @@ func BenchmarkBuildManyTargets(b *testing.B) {
 				builder := kind.new(NewIndex(&objs))
 				b.ReportAllocs()
 				for b.Loop() {
-					if ec, _ := builder.Build(&objs.ExtensionServices[0], nil); ec == nil {
+					if ec, _ := buildOf(builder, &objs.ExtensionServices[0], nil); ec == nil {
 						b.Fatal("invalid")
 					}
 				}
@@ -130,7 +130,7 @@ func BenchmarkBuildOverOneCABundle(b *testing.B) {
 			for b.Loop() {
 				builder := NewBuilder(NewIndex(&objs), settings)
 				for i := range objs.ExtensionServices {
-					if ec, _ := builder.Build(&objs.ExtensionServices[i], nil); ec == nil {
+					if ec, _ := buildOf(builder, &objs.ExtensionServices[i], nil); ec == nil {
 						b.Fatal("invalid")
 					}
 				}
@@ -151,7 +151,7 @@ func TestSecretChecksSharedByBuilders(t *testing.T) {
 		wg.Go(func() {
 			b := NewBuilder(idx, settings)
 			for i := w; i < len(objs.ExtensionServices); i += 4 {
-				ec, st := b.Build(&objs.ExtensionServices[i], nil)
+				ec, st := buildOf(b, &objs.ExtensionServices[i], nil)
 				if ec == nil {
 					t.Errorf("%s invalid: %+v", st.Name, st.Condition.Errors)
 				}
@@ -178,18 +178,18 @@ func TestSecretChecksFollowTheSecret(t *testing.T) {
 	es := &objs.ExtensionServices[len(objs.ExtensionServices)-1]
 	bundleName := source.NamespacedName{Namespace: xtNS, Name: "bundle"}
 
-	if ec, st := b.Build(es, nil); ec == nil {
+	if ec, st := buildOf(b, es, nil); ec == nil {
 		t.Fatalf("valid bundle: %+v", st.Condition.Errors)
 	}
 	idx.PutSecret(&source.Secret{Meta: source.Meta{Namespace: xtNS, Name: "bundle"}, Type: "Opaque", CACrt: []byte("no PEM here")})
-	_, st := b.Build(es, nil)
+	_, st := buildOf(b, es, nil)
 	want := []SubCondition{xtSpecErr(ReasonTLSUpstreamValidation,
 		xtPolicyErr+`invalid CA Secret "ext/bundle": invalid CA certificate bundle: failed to locate certificate`)}
 	if diff := cmp.Diff(want, st.Condition.Errors); diff != "" {
 		t.Errorf("after replacing the Secret (-want +got):\n%s", diff)
 	}
 	idx.DeleteSecret(bundleName)
-	_, st = b.Build(es, nil)
+	_, st = buildOf(b, es, nil)
 	want = []SubCondition{xtSpecErr(ReasonTLSUpstreamValidation, xtPolicyErr+`invalid CA Secret "ext/bundle": Secret not found`)}
 	if diff := cmp.Diff(want, st.Condition.Errors); diff != "" {
 		t.Errorf("after deleting the Secret (-want +got):\n%s", diff)
@@ -296,7 +296,7 @@ func BenchmarkBuildManyDelegations(b *testing.B) {
 	for b.Loop() {
 		builder := NewBuilder(NewIndex(&objs), source.Settings{})
 		for i := range objs.ExtensionServices {
-			if ec, _ := builder.Build(&objs.ExtensionServices[i], nil); ec == nil {
+			if ec, _ := buildOf(builder, &objs.ExtensionServices[i], nil); ec == nil {
 				b.Fatal("invalid")
 			}
 		}

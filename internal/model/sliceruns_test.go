@@ -258,7 +258,7 @@ func BenchmarkBuildAfterSliceChange(b *testing.B) {
 					// A new pointer each time, as a session puts them.
 					slice := variants[i&1]
 					idx.PutEndpointSlice(&slice)
-					if ec, _ := builder.Build(es, nil); ec == nil || len(ec.Localities) != 2 {
+					if ec, _ := buildOf(builder, es, nil); ec == nil || len(ec.Localities) != 2 {
 						b.Fatal("no localities")
 					}
 					i++

@@ -21,12 +21,13 @@ func BenchmarkRebuildParts(b *testing.B) {
 	idx := model.NewIndex(objs)
 	mb := model.NewBuilder(idx, source.Settings{})
 	es := &objs.ExtensionServices[0]
+	var st model.Status
 	b.Run("model", func(b *testing.B) {
 		for b.Loop() {
-			mb.Build(es, nil)
+			mb.Build(es, nil, &st)
 		}
 	})
-	ec, _ := mb.Build(es, nil)
+	ec := mb.Build(es, nil, &st)
 	b.Run("cla", func(b *testing.B) {
 		for b.Loop() {
 			envoy.AppendClusterLoadAssignment(nil, ec)

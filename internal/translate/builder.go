@@ -35,17 +35,18 @@ func newBuilder(idx *model.Index, settings source.Settings, enc encoding) *build
 	}
 }
 
-// build translates es. With keep (its Version set), the caller's Cluster
-// for es, only Services or EndpointSlices es targets have changed since it
-// was built: a Cluster depends on nothing those hold, so when es is still
-// valid its Outcome carries keep's name and version, without a Body,
-// instead of building and hashing it again.
-func (b *builder) build(es *source.ExtensionService, found []model.TargetService, keep Resource) Outcome {
-	ec, st := b.model.Build(es, found)
+// build translates es and writes its Outcome to out. With keep (its
+// Version set), the caller's Cluster for es, only Services or
+// EndpointSlices es targets have changed since it was built: a Cluster
+// depends on nothing those hold, so when es is still valid its Outcome
+// carries keep's name and version, without a Body, instead of building and
+// hashing it again.
+func (b *builder) build(es *source.ExtensionService, found []model.TargetService, keep Resource, out slots) {
+	ec := b.model.Build(es, found, out.status)
 	if ec == nil {
-		return Outcome{Status: st}
+		*out.cluster, *out.clusterLoadAssignment = Resource{}, Resource{}
+		return
 	}
-	o := Outcome{Status: st}
 	// A STRICT_DNS Cluster holds its Services' names, so it is never kept.
 	kept := keep.Version != "" && ec.DNS == nil
 	var cluster, cla []byte
@@ -58,14 +59,15 @@ func (b *builder) build(es *source.ExtensionService, found []model.TargetService
 	}
 	clusterVersion, claVersion := versions(cluster, cla)
 	if kept {
-		o.Cluster = Resource{Name: keep.Name, Version: keep.Version}
+		*out.cluster = Resource{Name: keep.Name, Version: keep.Version}
 	} else {
-		o.Cluster = Resource{Name: ec.Name, Version: clusterVersion, Body: cluster}
+		*out.cluster = Resource{Name: ec.Name, Version: clusterVersion, Body: cluster}
 	}
 	if ec.DNS == nil {
-		o.ClusterLoadAssignment = Resource{Name: ec.Name, Version: claVersion, Body: cla}
+		*out.clusterLoadAssignment = Resource{Name: ec.Name, Version: claVersion, Body: cla}
+	} else {
+		*out.clusterLoadAssignment = Resource{}
 	}
-	return o
 }
 
 func (b *builder) encodeCluster(ec *model.ExtensionCluster) []byte {

@@ -67,7 +67,7 @@ func (inc *Incremental) Rebuild(ctx context.Context, rebuilds []Rebuild, use fun
 		// holds go now.
 		inc.kept.model.SweepEndpointSlices()
 		outcomes := make([]Outcome, len(es))
-		if err := build(ctx, inc.index, inc.settings, es, encodeFast, nil, func(i int, o Outcome) { outcomes[i] = o }); err != nil {
+		if err := build(ctx, inc.index, inc.settings, es, encodeFast, nil, func(i int) slots { return outcomes[i].slots() }); err != nil {
 			return err
 		}
 		for i := range outcomes {
@@ -84,7 +84,8 @@ func (inc *Incremental) Rebuild(ctx context.Context, rebuilds []Rebuild, use fun
 		if err := ctx.Err(); err != nil {
 			return err
 		}
-		out = append(out, inc.kept.build(rebuilds[i].ExtensionService, nil, rebuilds[i].KeepCluster))
+		out = append(out, Outcome{})
+		inc.kept.build(rebuilds[i].ExtensionService, nil, rebuilds[i].KeepCluster, out[len(out)-1].slots())
 	}
 	for i := range out {
 		use(i, &out[i])
@@ -96,8 +97,8 @@ func (inc *Incremental) Rebuild(ctx context.Context, rebuilds []Rebuild, use fun
 // and gathers the outcomes into a Result, as Translate would for the
 // Index's objects.
 func (inc *Incremental) All(es []*source.ExtensionService) *Result {
-	res, put, closeGaps := gather(len(es))
-	if err := build(context.Background(), inc.index, inc.settings, es, encodeFast, nil, put); err != nil {
+	res, at, closeGaps := gather(len(es))
+	if err := build(context.Background(), inc.index, inc.settings, es, encodeFast, nil, at); err != nil {
 		panic(err) // unreachable: nothing cancels the background context
 	}
 	closeGaps()

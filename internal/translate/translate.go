@@ -121,8 +121,8 @@ func translate(ctx context.Context, objs *source.Objects, settings source.Settin
 			return nil, err
 		}
 	}
-	res, put, closeGaps := gather(len(given))
-	if err := build(ctx, idx, settings, given, enc, found, func(i int, o Outcome) { put(int(places[i]), o) }); err != nil {
+	res, at, closeGaps := gather(len(given))
+	if err := build(ctx, idx, settings, given, enc, found, func(i int) slots { return at(int(places[i])) }); err != nil {
 		return nil, err
 	}
 	closeGaps()
@@ -278,6 +278,18 @@ type Outcome struct {
 	Status                model.Status
 }
 
+// slots is where build writes the parts of one Outcome, in place: a
+// Result keeps them in three lists, Incremental in an Outcome.
+type slots struct {
+	cluster, clusterLoadAssignment *Resource
+	status                         *model.Status
+}
+
+// slots are the parts of o.
+func (o *Outcome) slots() slots {
+	return slots{cluster: &o.Cluster, clusterLoadAssignment: &o.ClusterLoadAssignment, status: &o.Status}
+}
+
 // Valid reports whether the ExtensionService yielded resources.
 func (o *Outcome) Valid() bool { return o.Cluster.Version != "" }
 
@@ -286,26 +298,24 @@ func (o *Outcome) Valid() bool { return o.Cluster.Version != "" }
 func (o *Outcome) HasClusterLoadAssignment() bool { return o.ClusterLoadAssignment.Body != nil }
 
 // gather returns a Result with room for n outcomes and the function that
-// puts outcome i in its place, safe to call from several goroutines for
+// gives the slots of outcome i, safe to call from several goroutines for
 // distinct i. Once every outcome is in, close the gaps: the Result then
 // holds what each valid ExtensionService yielded, in order. Workers write
-// straight into the Result, so no outcome is copied a second time.
-func gather(n int) (res *Result, put func(i int, o Outcome), closeGaps func()) {
+// straight into the Result, so no outcome is copied.
+func gather(n int) (res *Result, at func(i int) slots, closeGaps func()) {
 	res = &Result{
 		Clusters:               make([]Resource, n),
 		ClusterLoadAssignments: make([]Resource, n),
 		Statuses:               make([]model.Status, n),
 	}
-	put = func(i int, o Outcome) {
-		res.Statuses[i] = o.Status
-		res.Clusters[i] = o.Cluster
-		res.ClusterLoadAssignments[i] = o.ClusterLoadAssignment
+	at = func(i int) slots {
+		return slots{cluster: &res.Clusters[i], clusterLoadAssignment: &res.ClusterLoadAssignments[i], status: &res.Statuses[i]}
 	}
 	closeGaps = func() {
 		res.Clusters = slices.DeleteFunc(res.Clusters, func(r Resource) bool { return r.Version == "" })
 		res.ClusterLoadAssignments = slices.DeleteFunc(res.ClusterLoadAssignments, func(r Resource) bool { return r.Body == nil })
 	}
-	return res, put, closeGaps
+	return res, at, closeGaps
 }
 
 // minPerWorker keeps small sets on the calling goroutine, where starting
@@ -317,14 +327,12 @@ const minPerWorker = 64
 const parallelThreshold = 2 * minPerWorker
 
 // build translates es against idx, spreading the work over every CPU when
-// there is enough of it, and puts outcome i (for es[i]) with put, which
+// there is enough of it, and writes outcome i (for es[i]) to at(i), which
 // workers call at once for distinct i. idx must not change until build
 // returns. Once ctx is done every worker stops after the ExtensionService
-// at hand, and build returns ctx.Err(): some outcomes were put, not all.
-//
-// put takes the Outcome by value: a pointer, passed through a function
-// value, would move every Outcome to the heap.
-func build(ctx context.Context, idx *model.Index, settings source.Settings, es []*source.ExtensionService, enc encoding, found *targetsFound, put func(i int, o Outcome)) error {
+// at hand, and build returns ctx.Err(): some outcomes were written, not
+// all.
+func build(ctx context.Context, idx *model.Index, settings source.Settings, es []*source.ExtensionService, enc encoding, found *targetsFound, at func(i int) slots) error {
 	workers := min(runtime.GOMAXPROCS(0), max(1, len(es)/minPerWorker))
 	var wg sync.WaitGroup
 	for w := range workers {
@@ -337,7 +345,7 @@ func build(ctx context.Context, idx *model.Index, settings source.Settings, es [
 				if ctx.Err() != nil {
 					return
 				}
-				put(i, b.build(es[i], found.of(i), Resource{}))
+				b.build(es[i], found.of(i), Resource{}, at(i))
 			}
 		}
 		if workers == 1 {
