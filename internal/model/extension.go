@@ -213,6 +213,17 @@ func ClusterName(namespace, name string) string {
 // (invalid UTF-8) or that would make an unreadable Envoy stat and log name
 // (control characters). Kubernetes never allows either; the API might.
 func checkClusterName(name string) error {
+	// Nearly every name is ASCII, where a control is below a space or DEL:
+	// one pass over the bytes, and runes only past ASCII.
+	for i := 0; i < len(name); i++ {
+		if c := name[i]; c >= utf8.RuneSelf || c < ' ' || c == 0x7f {
+			return checkClusterNameRunes(name)
+		}
+	}
+	return nil
+}
+
+func checkClusterNameRunes(name string) error {
 	if !utf8.ValidString(name) {
 		return fmt.Errorf("cluster name %s derived from metadata.namespace and metadata.name is not valid UTF-8", source.Quote(name))
 	}

@@ -119,6 +119,8 @@ func TestBuildRefusesNamesEnvoyCannotTake(t *testing.T) {
 		{xtNS, "a\nb", `cluster name "extension/ext/a\nb" derived from metadata.namespace and metadata.name contains a control character`},
 		{"e\x7f", "a", `cluster name "extension/e\x7f/a" derived from metadata.namespace and metadata.name contains a control character`},
 		{xtNS, "\xc3", `cluster name "extension/ext/\xc3" derived from metadata.namespace and metadata.name is not valid UTF-8`},
+		// Past ASCII the check goes rune by rune: C1 controls are controls.
+		{xtNS, "é\u0085", `cluster name "extension/ext/é\u0085" derived from metadata.namespace and metadata.name contains a control character`},
 	} {
 		objs := xtWorld(t)
 		objs.ExtensionServices = []source.ExtensionService{{
