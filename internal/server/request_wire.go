@@ -2,6 +2,7 @@ package server
 
 import (
 	"iter"
+	"slices"
 	"unicode/utf8"
 
 	"google.golang.org/grpc/mem"
@@ -235,7 +236,7 @@ func (d *wireDecoder) remember(s string) *string {
 func (d *wireDecoder) translateRequest(b []byte, m *tributaryv1.TranslateRequest) bool {
 	var (
 		settings                 *tributaryv1.Settings
-		objects                  []*tributaryv1.KubernetesObject
+		objects                  = d.makeLists(b, 2)
 		includeJSON, seenInclude bool
 	)
 	for f, ok := range fields(b) {
@@ -288,7 +289,7 @@ func (d *wireDecoder) syncRequest(b []byte, m *tributaryv1.SyncRequest) bool {
 }
 
 func (d *wireDecoder) syncBatch(b []byte) *tributaryv1.SyncBatch {
-	batch := new(tributaryv1.SyncBatch)
+	batch := &tributaryv1.SyncBatch{Upserts: d.makeLists(b, 2)}
 	seenID := false
 	for f, ok := range fields(b) {
 		if !ok {
@@ -315,6 +316,40 @@ func (d *wireDecoder) syncBatch(b []byte) *tributaryv1.SyncBatch {
 	}
 	return batch
 }
+
+// makeLists counts the objects in field num of message b, and of them
+// the EndpointSlices, makes room for that many in d.slices and returns a
+// list with room for the objects. Appended to one by one, a list of
+// 50,000 grows by a quarter at a time past its first thousands and
+// allocates some five times its final size on the way: 9 MB of the 35 a
+// request of 10000 ExtensionServices × 10 endpoints took to decode. The
+// pass reads the tags and lengths of the objects and the first tag within
+// each; what it makes of a malformed message does not matter, as the read
+// that follows declines it, and the room it makes is what appending would
+// have come to.
+func (d *wireDecoder) makeLists(b []byte, num protowire.Number) []*tributaryv1.KubernetesObject {
+	objects, endpointSlices := 0, 0
+	for f, ok := range fields(b) {
+		if !ok {
+			break
+		}
+		if !f.is(num, protowire.BytesType) {
+			continue
+		}
+		objects++
+		if kind, typ, n := protowire.ConsumeTag(f.bytes); n > 0 && kind == objectEndpointSliceField && typ == protowire.BytesType {
+			endpointSlices++
+		}
+	}
+	d.slices = slices.Grow(d.slices, endpointSlices)
+	if objects == 0 {
+		return nil
+	}
+	return make([]*tributaryv1.KubernetesObject, 0, objects)
+}
+
+// objectEndpointSliceField is KubernetesObject.endpoint_slice.
+const objectEndpointSliceField = 3
 
 // object reads a KubernetesObject: an EndpointSlice or a Service by hand,
 // an ExtensionService by hand when it has the plain shape
@@ -345,7 +380,7 @@ func (d *wireDecoder) object(b []byte) *tributaryv1.KubernetesObject {
 				kind.Service = svc
 				o.Kind = kind
 			}
-		case 3:
+		case objectEndpointSliceField:
 			if slice := d.endpointSlice(f.bytes); slice != nil {
 				kind := d.messages.sliceKinds.next()
 				kind.EndpointSlice = slice
