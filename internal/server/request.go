@@ -116,7 +116,7 @@ func decodeBatch(pb *tributaryv1.SyncBatch, offWire []sliceOffWire, p *problems)
 			continue
 		}
 		key := source.NamespacedName{Namespace: ref.namespace, Name: ref.name}
-		if j, both := d.seen[k.Kind][key]; both {
+		if j, both := d.seen[k.Kind].find(key); both {
 			ref.report(p, "name", ReasonDuplicate, fmt.Sprintf("duplicates batch.upserts[%d]: a batch cannot both upsert and delete an object", j))
 			continue
 		}

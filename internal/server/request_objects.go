@@ -67,9 +67,9 @@ type decoder struct {
 	// packed packs each EndpointSlice's endpoints, its buffers reused from
 	// one slice to the next.
 	packed source.EndpointsBuilder
-	// seen maps, per source.Kind, each namespace/name to the index of the
-	// object that first used it.
-	seen []map[source.NamespacedName]int
+	// seen records, per source.Kind, each namespace/name and the object
+	// that first used it.
+	seen []*namesSeen
 	// offWire, when not nil, is what the wire fast path kept of the
 	// EndpointSlices still to decode, in order, outside their messages
 	// (see sliceOffWire).
@@ -113,10 +113,10 @@ func newDecoder(objects []*tributaryv1.KubernetesObject, list string, layout arr
 			Secrets:                   make([]source.Secret, 0, n.objects[source.KindSecret]),
 			TLSCertificateDelegations: make([]source.TLSCertificateDelegation, 0, n.objects[source.KindTLSCertificateDelegation]),
 		},
-		seen: make([]map[source.NamespacedName]int, len(apiKinds)),
+		seen: make([]*namesSeen, len(apiKinds)),
 	}
 	for k := range source.Kinds() {
-		d.seen[k] = make(map[source.NamespacedName]int, n.objects[k])
+		d.seen[k] = newNamesSeen(n.objects[k], func(position int32) source.NamespacedName { return d.nameAt(k, int(position)) })
 	}
 	if layout == sharedArrays {
 		d.targets = make([]source.ExtensionServiceTarget, n.targets)
@@ -165,14 +165,47 @@ func (d *decoder) meta(ref objectRef, m *tributaryv1.ObjectMeta, p *problems) so
 	checkLabels(ref, p, m.GetLabels())
 	if ok {
 		key := source.NamespacedName{Namespace: meta.Namespace, Name: meta.Name}
-		seen := d.seen[ref.kind.Kind]
-		if first, dup := seen[key]; dup {
+		// meta is called once for each object, before the object joins the
+		// list of its kind: it goes at the list's end.
+		if first, dup := d.seen[ref.kind.Kind].add(key, ref.index, d.listed(ref.kind.Kind)); dup {
 			ref.report(p, "metadata.name", ReasonDuplicate, fmt.Sprintf("duplicates %s[%d]: two %ss have the same namespace and name", d.list, first, ref.kind))
-		} else {
-			seen[key] = ref.index
 		}
 	}
 	return meta
+}
+
+// listed is how many objects of kind k the decoder has listed.
+func (d *decoder) listed(k source.Kind) int {
+	switch k {
+	case source.KindExtensionService:
+		return len(d.objs.ExtensionServices)
+	case source.KindService:
+		return len(d.objs.Services)
+	case source.KindEndpointSlice:
+		return len(d.objs.EndpointSlices)
+	case source.KindSecret:
+		return len(d.objs.Secrets)
+	case source.KindTLSCertificateDelegation:
+		return len(d.objs.TLSCertificateDelegations)
+	}
+	panic(fmt.Sprintf("server: no list of kind %d", k)) // unreachable: every kind has one
+}
+
+// nameAt is the name of the object of kind k at position of its list.
+func (d *decoder) nameAt(k source.Kind, position int) source.NamespacedName {
+	switch k {
+	case source.KindExtensionService:
+		return d.objs.ExtensionServices[position].NamespacedName()
+	case source.KindService:
+		return d.objs.Services[position].NamespacedName()
+	case source.KindEndpointSlice:
+		return d.objs.EndpointSlices[position].NamespacedName()
+	case source.KindSecret:
+		return d.objs.Secrets[position].NamespacedName()
+	case source.KindTLSCertificateDelegation:
+		return d.objs.TLSCertificateDelegations[position].NamespacedName()
+	}
+	panic(fmt.Sprintf("server: no list of kind %d", k)) // unreachable: every kind has one
 }
 
 // checkPort checks the port number of list[index] the way Kubernetes does:
