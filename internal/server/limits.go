@@ -119,7 +119,7 @@ type sessionBudget struct {
 // rejected whole (problems go to p) and changes nothing; the session goes
 // on. When it returns a batch without problems, that batch must be applied:
 // its size is counted as held.
-func (s *syncCall) decodeWithinLimits(pb *tributaryv1.SyncBatch, offWire []sliceOffWire, p *problems) *session.Batch {
+func (s *syncCall) decodeWithinLimits(pb *tributaryv1.SyncBatch, offWire []*sliceOffWire, p *problems) *session.Batch {
 	maxObjects := orDefault(s.budget.limits.maxBatchObjects, DefaultMaxBatchObjects)
 	if n := len(pb.GetUpserts()) + len(pb.GetDeletes()); n > maxObjects {
 		p.add("batch", ReasonOutOfRange, fmt.Sprintf("batch holds %d upserts and deletes; a batch holds at most %d", n, maxObjects))

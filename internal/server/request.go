@@ -54,7 +54,7 @@ func decodeRequest(req *tributaryv1.TranslateRequest) (*source.Objects, source.S
 // offWire being what it kept of the EndpointSlices outside their messages
 // (see sliceOffWire), or, with offWire nil, whose messages hold
 // everything.
-func decodeTranslate(req *tributaryv1.TranslateRequest, offWire []sliceOffWire) (*source.Objects, source.Settings, error) {
+func decodeTranslate(req *tributaryv1.TranslateRequest, offWire []*sliceOffWire) (*source.Objects, source.Settings, error) {
 	var p problems
 	settings := decodeSettings(req.GetSettings(), "settings", &p)
 	objs := decodeObjects(req.GetObjects(), offWire, "objects", &p)
@@ -89,7 +89,7 @@ func decodeStart(start *tributaryv1.SyncStart) (source.Settings, error) {
 // offWire is what the wire fast path kept of the batch's EndpointSlices
 // outside their messages (each slice's endpoints an array of its own), nil
 // when the messages hold everything.
-func decodeBatch(pb *tributaryv1.SyncBatch, offWire []sliceOffWire, p *problems) *session.Batch {
+func decodeBatch(pb *tributaryv1.SyncBatch, offWire []*sliceOffWire, p *problems) *session.Batch {
 	upserts, deletes := pb.GetUpserts(), pb.GetDeletes()
 	d := newDecoder(upserts, "batch.upserts", ownArrays)
 	d.offWire = offWire

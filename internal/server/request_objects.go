@@ -73,7 +73,7 @@ type decoder struct {
 	// offWire, when not nil, is what the wire fast path kept of the
 	// EndpointSlices still to decode, in order, outside their messages
 	// (see sliceOffWire).
-	offWire []sliceOffWire
+	offWire []*sliceOffWire
 }
 
 // carve returns the next n elements of *backing with their capacity capped,
@@ -95,7 +95,7 @@ func carve[T any](backing *[]T, n int) []T {
 // of the client's message, and converts them into shared arrays.
 // offWire is what the wire fast path kept of the EndpointSlices outside
 // their messages, nil when the messages hold everything.
-func decodeObjects(objects []*tributaryv1.KubernetesObject, offWire []sliceOffWire, list string, p *problems) *source.Objects {
+func decodeObjects(objects []*tributaryv1.KubernetesObject, offWire []*sliceOffWire, list string, p *problems) *source.Objects {
 	d := newDecoder(objects, list, sharedArrays)
 	d.offWire = offWire
 	d.decode(objects, p)

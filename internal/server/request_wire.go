@@ -65,7 +65,7 @@ func unmarshalRequest(data mem.BufferSlice, v any) error {
 // made in process.
 type wireTranslateRequest struct {
 	request tributaryv1.TranslateRequest
-	slices  []sliceOffWire
+	slices  []*sliceOffWire
 }
 
 // sliceOffWire is what the fast path keeps of one EndpointSlice outside
@@ -87,7 +87,7 @@ type sliceOffWire struct {
 // upserted slices' endpoints come straight from the wire.
 type wireSyncRequest struct {
 	request tributaryv1.SyncRequest
-	slices  []sliceOffWire
+	slices  []*sliceOffWire
 }
 
 // decodeDirect reads data with read, a wireDecoder's reader of the whole
@@ -95,7 +95,7 @@ type wireSyncRequest struct {
 // when the fast path took data, though it may hold no slice, and nil when
 // it declined, whatever read made being left to be replaced by protobuf's
 // decoding (which resets the message first).
-func decodeDirect(data mem.BufferSlice, read func(d *wireDecoder, b []byte) bool) []sliceOffWire {
+func decodeDirect(data mem.BufferSlice, read func(d *wireDecoder, b []byte) bool) []*sliceOffWire {
 	// The decoded request holds no reference to buf (every string is a
 	// copy), so buf can go back to gRPC's pool.
 	buf := data.MaterializeToBuffer(mem.DefaultBufferPool())
@@ -105,7 +105,7 @@ func decodeDirect(data mem.BufferSlice, read func(d *wireDecoder, b []byte) bool
 		return nil
 	}
 	if d.slices == nil {
-		return []sliceOffWire{}
+		return []*sliceOffWire{}
 	}
 	return d.slices
 }
@@ -120,7 +120,9 @@ type wireDecoder struct {
 	// declines what the decoder would report (too many addresses, one too
 	// long, a label that is not valid), so that protobuf and the decoder
 	// report it as before.
-	slices []sliceOffWire
+	// Each comes from messages.kept: a list of values, grown as slices
+	// are read, would copy them all at each growth.
+	slices []*sliceOffWire
 	// packed packs the endpoints of the slice being read as each is read,
 	// its buffers reused from one slice to the next.
 	packed source.EndpointsBuilder
@@ -153,6 +155,9 @@ type messageSlabs struct {
 	serviceSpecs   slab[tributaryv1.ServiceSpec]
 	servicePorts   slab[tributaryv1.ServicePort]
 	endpointPorts  slab[tributaryv1.EndpointPort]
+	// kept is not a message but lives as one: the decoder copies what it
+	// keeps of a slice (see sliceOffWire) into the pipeline's input.
+	kept slab[sliceOffWire]
 }
 
 // slab hands out zero values of T from arrays whose sizes start at one and
@@ -236,7 +241,7 @@ func (d *wireDecoder) remember(s string) *string {
 func (d *wireDecoder) translateRequest(b []byte, m *tributaryv1.TranslateRequest) bool {
 	var (
 		settings                 *tributaryv1.Settings
-		objects                  = d.makeLists(b, 2)
+		objects                  []*tributaryv1.KubernetesObject
 		includeJSON, seenInclude bool
 	)
 	for f, ok := range fields(b) {
@@ -253,7 +258,7 @@ func (d *wireDecoder) translateRequest(b []byte, m *tributaryv1.TranslateRequest
 			if o == nil {
 				return false
 			}
-			objects = append(objects, o)
+			objects = appendDoubling(objects, o)
 		case f.is(3, protowire.VarintType) && !seenInclude:
 			if includeJSON, ok = wireBool(f.varint); !ok {
 				return false
@@ -289,7 +294,7 @@ func (d *wireDecoder) syncRequest(b []byte, m *tributaryv1.SyncRequest) bool {
 }
 
 func (d *wireDecoder) syncBatch(b []byte) *tributaryv1.SyncBatch {
-	batch := &tributaryv1.SyncBatch{Upserts: d.makeLists(b, 2)}
+	batch := new(tributaryv1.SyncBatch)
 	seenID := false
 	for f, ok := range fields(b) {
 		if !ok {
@@ -303,7 +308,7 @@ func (d *wireDecoder) syncBatch(b []byte) *tributaryv1.SyncBatch {
 			if o == nil {
 				return nil
 			}
-			batch.Upserts = append(batch.Upserts, o)
+			batch.Upserts = appendDoubling(batch.Upserts, o)
 		case f.is(3, protowire.BytesType):
 			ref := unmarshalNew[tributaryv1.ObjectReference](f.bytes)
 			if ref == nil {
@@ -317,39 +322,21 @@ func (d *wireDecoder) syncBatch(b []byte) *tributaryv1.SyncBatch {
 	return batch
 }
 
-// makeLists counts the objects in field num of message b, and of them
-// the EndpointSlices, makes room for that many in d.slices and returns a
-// list with room for the objects. Appended to one by one, a list of
-// 50,000 grows by a quarter at a time past its first thousands and
-// allocates some five times its final size on the way: 9 MB of the 35 a
-// request of 10000 ExtensionServices × 10 endpoints took to decode. The
-// pass reads the tags and lengths of the objects and the first tag within
-// each; what it makes of a malformed message does not matter, as the read
-// that follows declines it, and the room it makes is what appending would
-// have come to.
-func (d *wireDecoder) makeLists(b []byte, num protowire.Number) []*tributaryv1.KubernetesObject {
-	objects, endpointSlices := 0, 0
-	for f, ok := range fields(b) {
-		if !ok {
-			break
-		}
-		if !f.is(num, protowire.BytesType) {
-			continue
-		}
-		objects++
-		if kind, typ, n := protowire.ConsumeTag(f.bytes); n > 0 && kind == objectEndpointSliceField && typ == protowire.BytesType {
-			endpointSlices++
-		}
+// appendDoubling is append for the lists a request fills one object at a
+// time (its objects, what was kept of its slices), doubling a full list's
+// room. append doubles a list only up to 256 elements and then grows it by
+// about a quarter at a time, so a request's 50,000 objects cost some five
+// times their list's final size (9 MB of the 35 a request of 10000
+// ExtensionServices × 10 endpoints took to decode). Counting the objects
+// first would size each list once, but a request found malformed at its
+// first object would have paid for all of them; doubled, a list holds
+// about twice what was read at most.
+func appendDoubling[T any](list []T, v T) []T {
+	if len(list) == cap(list) && len(list) >= 256 {
+		list = slices.Grow(list, len(list))
 	}
-	d.slices = slices.Grow(d.slices, endpointSlices)
-	if objects == 0 {
-		return nil
-	}
-	return make([]*tributaryv1.KubernetesObject, 0, objects)
+	return append(list, v)
 }
-
-// objectEndpointSliceField is KubernetesObject.endpoint_slice.
-const objectEndpointSliceField = 3
 
 // object reads a KubernetesObject: an EndpointSlice or a Service by hand,
 // an ExtensionService by hand when it has the plain shape
@@ -380,7 +367,7 @@ func (d *wireDecoder) object(b []byte) *tributaryv1.KubernetesObject {
 				kind.Service = svc
 				o.Kind = kind
 			}
-		case objectEndpointSliceField:
+		case 3:
 			if slice := d.endpointSlice(f.bytes); slice != nil {
 				kind := d.messages.sliceKinds.next()
 				kind.EndpointSlice = slice
@@ -422,7 +409,7 @@ type conditionsOnWire struct {
 
 func (d *wireDecoder) endpointSlice(b []byte) *tributaryv1.EndpointSlice {
 	slice := d.messages.slices.next()
-	var kept sliceOffWire
+	kept := d.messages.kept.next()
 	seenAddressType := false
 	for len(b) > 0 {
 		// An endpoint under 128 bytes, nearly every field of a slice: its
@@ -442,7 +429,7 @@ func (d *wireDecoder) endpointSlice(b []byte) *tributaryv1.EndpointSlice {
 		b = rest
 		switch {
 		case f.num == 1 && slice.Metadata == nil:
-			if slice.Metadata = d.objectMeta(f.bytes, &kept); slice.Metadata == nil {
+			if slice.Metadata = d.objectMeta(f.bytes, kept); slice.Metadata == nil {
 				return nil
 			}
 		case f.num == 2 && !seenAddressType:
@@ -465,7 +452,7 @@ func (d *wireDecoder) endpointSlice(b []byte) *tributaryv1.EndpointSlice {
 		}
 	}
 	kept.endpoints = d.packed.Endpoints()
-	d.slices = append(d.slices, kept)
+	d.slices = appendDoubling(d.slices, kept)
 	return slice
 }
 

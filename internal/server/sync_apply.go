@@ -57,7 +57,7 @@ func (s *syncCall) noteRefusal(err error) {
 //
 // offWire is what the wire fast path kept of the batch's EndpointSlices
 // outside their messages, nil when the messages hold everything.
-func (s *syncCall) apply(ctx context.Context, pb *tributaryv1.SyncBatch, offWire []sliceOffWire) {
+func (s *syncCall) apply(ctx context.Context, pb *tributaryv1.SyncBatch, offWire []*sliceOffWire) {
 	var p problems
 	b := s.decodeWithinLimits(pb, offWire, &p)
 	if p.count > 0 {

@@ -63,7 +63,7 @@ func (t translationService) Translate(ctx context.Context, req *tributaryv1.Tran
 // translate is Translate for a request the wire fast path read, offWire
 // being what it kept of the EndpointSlices outside their messages (see
 // sliceOffWire), or, with offWire nil, whose messages hold everything.
-func (t translationService) translate(ctx context.Context, req *tributaryv1.TranslateRequest, offWire []sliceOffWire) (*tributaryv1.TranslateResponse, error) {
+func (t translationService) translate(ctx context.Context, req *tributaryv1.TranslateRequest, offWire []*sliceOffWire) (*tributaryv1.TranslateResponse, error) {
 	res, err := t.result(ctx, req, offWire)
 	if err != nil {
 		return nil, err
@@ -82,7 +82,7 @@ func (t translationService) translate(ctx context.Context, req *tributaryv1.Tran
 // translateMethod): an answer without protojson is handed to the codec as
 // the Result itself, which it encodes without messages
 // (wireTranslateResponse).
-func (t translationService) answer(ctx context.Context, req *tributaryv1.TranslateRequest, offWire []sliceOffWire) (any, error) {
+func (t translationService) answer(ctx context.Context, req *tributaryv1.TranslateRequest, offWire []*sliceOffWire) (any, error) {
 	if req.GetIncludeJson() {
 		return t.translate(ctx, req, offWire)
 	}
@@ -95,7 +95,7 @@ func (t translationService) answer(ctx context.Context, req *tributaryv1.Transla
 }
 
 // result checks req and translates it.
-func (t translationService) result(ctx context.Context, req *tributaryv1.TranslateRequest, offWire []sliceOffWire) (*translate.Result, error) {
+func (t translationService) result(ctx context.Context, req *tributaryv1.TranslateRequest, offWire []*sliceOffWire) (*translate.Result, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, status.FromContextError(err).Err()
 	}
