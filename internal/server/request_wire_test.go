@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"fmt"
 	"math/rand/v2"
+	"runtime"
 	"strconv"
 	"strings"
 	"testing"
@@ -649,5 +650,25 @@ func TestDecodeRequestWireSliceLabelRepeated(t *testing.T) {
 	}
 	if got := objs.EndpointSlices[0].Service; got != "last" {
 		t.Errorf("Service = %q, want %q", got, "last")
+	}
+}
+
+// TestMalformedRequestCostsLittle: a request the fast path declines at its
+// first object costs about its own size to read, however many objects it
+// seems to hold, since nothing is sized from what is yet to be read. Its
+// 100,000 objects each look like an EndpointSlice: the slice's tag, then
+// nothing.
+func TestMalformedRequestCostsLittle(t *testing.T) {
+	wire := bytes.Repeat([]byte{2<<3 | byte(protowire.BytesType), 1, 3<<3 | byte(protowire.BytesType)}, 100_000)
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	err := unmarshalRequest(mem.BufferSlice{mem.SliceBuffer(wire)}, new(wireTranslateRequest))
+	runtime.ReadMemStats(&after)
+	if err == nil {
+		t.Fatal("a malformed request decoded")
+	}
+	if got, limit := after.TotalAlloc-before.TotalAlloc, uint64(2*len(wire)); got > limit {
+		t.Errorf("reading a %d-byte malformed request allocated %d bytes, want at most %d", len(wire), got, limit)
 	}
 }
