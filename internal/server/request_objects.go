@@ -70,6 +70,9 @@ type decoder struct {
 	// seen records, per source.Kind, each namespace/name and the object
 	// that first used it.
 	seen []*namesSeen
+	// metas counts the objects whose metadata meta checked; decode holds it
+	// to the number of objects listed (see meta).
+	metas int
 	// offWire, when not nil, is what the wire fast path kept of the
 	// EndpointSlices still to decode, in order, outside their messages
 	// (see sliceOffWire).
@@ -144,6 +147,10 @@ func (d *decoder) decode(objects []*tributaryv1.KubernetesObject, p *problems) {
 			p.add(fmt.Sprintf("%s[%d]", d.list, i), ReasonRequired, fmt.Sprintf(
 				"%s[%d]: kind is required (%s)", d.list, i, knownObjectFields))
 		}
+		if listed := len(d.objs.ExtensionServices) + len(d.objs.Services) + len(d.objs.EndpointSlices) +
+			len(d.objs.Secrets) + len(d.objs.TLSCertificateDelegations); listed != d.metas {
+			panic(fmt.Sprintf("server: %d objects listed after %d metadata checks: meta must be called once for each object, before it is listed", listed, d.metas))
+		}
 	}
 }
 
@@ -153,7 +160,12 @@ func (d *decoder) ref(i int, k apiKind, m *tributaryv1.ObjectMeta) objectRef {
 }
 
 // meta checks an object's metadata and its uniqueness within its kind.
+//
+// It is called once for each object, before the object joins the list of
+// its kind, at the list's end, where namesSeen will look for it; decode
+// panics on an object listed without it.
 func (d *decoder) meta(ref objectRef, m *tributaryv1.ObjectMeta, p *problems) source.Meta {
+	d.metas++
 	if m == nil {
 		ref.report(p, "metadata", ReasonRequired, "is required")
 		return source.Meta{}
@@ -165,8 +177,6 @@ func (d *decoder) meta(ref objectRef, m *tributaryv1.ObjectMeta, p *problems) so
 	checkLabels(ref, p, m.GetLabels())
 	if ok {
 		key := source.NamespacedName{Namespace: meta.Namespace, Name: meta.Name}
-		// meta is called once for each object, before the object joins the
-		// list of its kind: it goes at the list's end.
 		if first, dup := d.seen[ref.kind.Kind].add(key, ref.index, d.listed(ref.kind.Kind)); dup {
 			ref.report(p, "metadata.name", ReasonDuplicate, fmt.Sprintf("duplicates %s[%d]: two %ss have the same namespace and name", d.list, first, ref.kind))
 		}
