@@ -103,3 +103,39 @@ func TestOutputInNameOrder(t *testing.T) {
 		}
 	}
 }
+
+// TestTranslatedTogetherAsAlone holds every ExtensionService's outcome in a
+// translation of many, spread over workers and put in name order, to its
+// translation alone (one ExtensionService, on the calling goroutine): the
+// reference check runs the same placing code on both sides, this one does
+// not. 300 ExtensionServices take more than one worker.
+func TestTranslatedTogetherAsAlone(t *testing.T) {
+	const n = 300
+	objs := workload.Standard(n, 2)
+	together := translate.Translate(objs, source.Settings{})
+	if len(together.Statuses) != n || len(together.Clusters) != n || len(together.ClusterLoadAssignments) != n {
+		t.Fatalf("got %d statuses, %d clusters, %d CLAs; want %d each",
+			len(together.Statuses), len(together.Clusters), len(together.ClusterLoadAssignments), n)
+	}
+	at := map[string]int{}
+	for i, st := range together.Statuses {
+		at[st.Namespace+"/"+st.Name] = i
+	}
+	for _, es := range objs.ExtensionServices {
+		one := *objs
+		one.ExtensionServices = []source.ExtensionService{es}
+		alone := translate.Translate(&one, source.Settings{})
+		i, ok := at[es.Namespace+"/"+es.Name]
+		if !ok {
+			t.Fatalf("%s/%s: no status in the translation of all", es.Namespace, es.Name)
+		}
+		got := &translate.Result{
+			Clusters:               together.Clusters[i : i+1],
+			ClusterLoadAssignments: together.ClusterLoadAssignments[i : i+1],
+			Statuses:               together.Statuses[i : i+1],
+		}
+		if diff := cmp.Diff(alone, got); diff != "" {
+			t.Fatalf("%s/%s translated with the others differs from alone (-alone +together):\n%s", es.Namespace, es.Name, diff)
+		}
+	}
+}
